@@ -1,0 +1,93 @@
+// The pool a build driver embeds: pre-spawned spawner processes, one per job slot, fed
+// over shared memory. Thread-safe: any number of threads may call run(), submit() and
+// wait() at once; callers beyond the slot count queue for a free slot.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "spawnpool/command.h"
+#include "spawnpool/result.h"
+
+namespace spawnpool {
+
+namespace detail {
+class PoolCore;
+}
+
+struct PoolOptions {
+  std::size_t slots = 0;         ///< job slots (spawner processes); 0: one per CPU
+  /// The spawnpool-spawner executable; empty: $SPAWNPOOL_SPAWNER, else the installed one.
+  std::string spawner_path;
+  /// Bytes of captured output a reply carries per round trip; more goes in further chunks.
+  std::size_t output_chunk_bytes = 1 << 20;
+  std::chrono::milliseconds start_timeout{10000};  ///< per spawner, to attach
+};
+
+/// A submitted command. Move-only; wait for it with Pool::wait(). Destroying a Job that
+/// was not waited for waits for it and discards the result (its slot must come back).
+class Job {
+ public:
+  Job() = default;
+  Job(Job&& other) noexcept;
+  Job& operator=(Job&& other) noexcept;
+  ~Job();
+  /// Whether this Job still has a result to collect.
+  bool pending() const { return pending_; }
+
+ private:
+  friend class Pool;
+  friend class detail::PoolCore;
+  std::shared_ptr<detail::PoolCore> core_;  // set while a slot holds the command
+  int slot_ = -1;                           // -1: result_ is already final
+  bool pending_ = false;                    // submitted and not yet waited for
+  Result result_;
+};
+
+/// Called while wait() sleeps, every tick; returns a signal number to send to the
+/// command's process group, or 0. Lets an embedding runtime serve its own signal
+/// handlers (the Python module does) during long commands.
+using WaitTick = std::function<int()>;
+
+class Pool {
+ public:
+  /// Starts the spawners and waits until each has attached. Throws std::system_error
+  /// when the pool cannot start (spawner missing, segment refused...).
+  explicit Pool(PoolOptions options = {});
+  ~Pool();  ///< close()
+  Pool(const Pool&) = delete;
+  Pool& operator=(const Pool&) = delete;
+
+  /// Runs `command` and waits for it: submit() then wait().
+  Result run(const Command& command);
+  /// Hands `command` to a free slot, waiting for one while all are busy (a slot stays
+  /// busy until its Job is waited for).
+  Job submit(const Command& command);
+  /// As submit(), but returns nothing instead of waiting when every slot is busy.
+  std::optional<Job> try_submit(const Command& command);
+  /// Waits for `job` and returns its result; `job` is then empty. `tick`, if set, is
+  /// called every `tick_period` while the command runs.
+  Result wait(Job& job, const WaitTick& tick = {},
+              std::chrono::milliseconds tick_period = std::chrono::milliseconds(100));
+
+  /// Sends `sig` to the process group of the command `job` runs, if it still runs.
+  void cancel(const Job& job, int sig);
+  /// Sends `sig` to the process group of every running command.
+  void cancel_all(int sig);
+
+  /// Ends the spawners (their running commands get SIGKILL) and waits for them.
+  /// Commands in flight fail with FailureStage::kSpawner. Idempotent.
+  void close();
+  std::size_t slots() const;
+  /// Process ids of the spawners, for diagnostics and leak checks.
+  std::vector<int> spawner_pids() const;
+
+ private:
+  std::shared_ptr<detail::PoolCore> core_;
+};
+
+}  // namespace spawnpool

@@ -1,0 +1,93 @@
+#include "spawner_process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <system_error>
+
+#include "worker_pool/protocol.h"
+
+extern char** environ;
+
+namespace spawnpool::detail {
+namespace {
+
+[[noreturn]] void fail(int error_number, const std::string& what) {
+  throw std::system_error(error_number, std::generic_category(), what);
+}
+
+// The spawner starts with default signal dispositions and an empty mask whatever the
+// driver (Python ignores SIGPIPE) set, stdin /dev/null, stdout/stderr shared with the
+// driver (commands in passthrough mode write there), and no other descriptor but the
+// segment and its lifeline. It stays in the driver's process group so that a terminal's
+// Ctrl-C reaches it; it forwards the signal to its command.
+int spawn(pid_t* pid, const std::string& path, int segment_fd, int lifeline_fd,
+          std::uint32_t slot) {
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t all, none;
+  sigfillset(&all);
+  sigemptyset(&none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, segment_fd, protocol::kSegmentFd);
+  posix_spawn_file_actions_adddup2(&actions, lifeline_fd, protocol::kLifelineFd);
+  posix_spawn_file_actions_addclosefrom_np(&actions, protocol::kLifelineFd + 1);
+
+  const std::string slot_arg = std::to_string(slot);
+  char* const argv[] = {const_cast<char*>("spawnpool-spawner"),
+                        const_cast<char*>(slot_arg.c_str()), nullptr};
+  const int rc = posix_spawn(pid, path.c_str(), &actions, &attr, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  return rc;
+}
+
+}  // namespace
+
+SpawnerProcess launch_spawner(const std::string& path, int segment_fd, std::uint32_t slot) {
+  int sockets[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sockets) != 0)
+    fail(errno, "socketpair for a spawner lifeline");
+  // Above fd 4, so the dup2 to fd 3 cannot overwrite it before it is moved to fd 4.
+  const int child_end = fcntl(sockets[1], F_DUPFD_CLOEXEC, protocol::kLifelineFd + 1);
+  close(sockets[1]);
+  if (child_end < 0) {
+    close(sockets[0]);
+    fail(errno, "dup of a spawner lifeline");
+  }
+  SpawnerProcess spawner;
+  const int rc = spawn(&spawner.pid, path, segment_fd, child_end, slot);
+  close(child_end);
+  if (rc != 0) {
+    close(sockets[0]);
+    fail(rc, "starting spawner " + path);
+  }
+  spawner.lifeline_fd = sockets[0];
+  spawner.pidfd = static_cast<int>(syscall(SYS_pidfd_open, spawner.pid, 0));
+  return spawner;
+}
+
+void release_spawner(SpawnerProcess& spawner) {
+  if (spawner.lifeline_fd >= 0) close(spawner.lifeline_fd);
+  if (spawner.pidfd >= 0) close(spawner.pidfd);
+  spawner.lifeline_fd = spawner.pidfd = -1;
+}
+
+void signal_spawner_command(const SpawnerProcess& spawner, int sig) {
+  const unsigned char byte = static_cast<unsigned char>(sig);
+  if (spawner.lifeline_fd >= 0)
+    send(spawner.lifeline_fd, &byte, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+}  // namespace spawnpool::detail

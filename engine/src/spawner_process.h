@@ -1,0 +1,29 @@
+// Launching one spawner process from the driver: posix_spawn of the small
+// spawnpool-spawner executable (never a fork of the driver, whose size would then
+// matter), with the segment on fd 3 and a lifeline socket on fd 4. Thread-compatible.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+
+namespace spawnpool::detail {
+
+struct SpawnerProcess {
+  pid_t pid = -1;
+  int pidfd = -1;        // -1 where pidfd_open is unavailable (kernel < 5.3)
+  int lifeline_fd = -1;  // driver's end: a byte N asks to signal the command; closing it ends the spawner
+};
+
+/// Throws std::system_error when the spawner cannot be started.
+SpawnerProcess launch_spawner(const std::string& path, int segment_fd, std::uint32_t slot);
+
+/// Closes the lifeline (the spawner then kills its command and exits) and the pidfd.
+/// The process is not reaped here.
+void release_spawner(SpawnerProcess& spawner);
+
+/// Sends "signal your command with `sig`" to the spawner; never blocks, never SIGPIPE.
+void signal_spawner_command(const SpawnerProcess& spawner, int sig);
+
+}  // namespace spawnpool::detail

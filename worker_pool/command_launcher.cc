@@ -1,0 +1,201 @@
+#include "worker_pool/command_launcher.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+namespace spawnpool::detail {
+namespace {
+
+using protocol::FailureStage;
+
+const char* find_env(char* const* envp, const char* name) {
+  const std::size_t n = std::strlen(name);
+  for (; *envp; ++envp)
+    if (std::strncmp(*envp, name, n) == 0 && (*envp)[n] == '=') return *envp + n + 1;
+  return nullptr;
+}
+
+// Resolves `path` as the child will see it: relative paths are relative to its cwd.
+std::string as_seen_from(const char* cwd, const std::string& path) {
+  if (path[0] == '/' || cwd == nullptr) return path;
+  return std::string(cwd) + "/" + path;
+}
+
+// execvp()-style search of PATH, taken from the command's environment (as Popen does),
+// not the spawner's. Returns the path to execute, or "" with `error_number` set.
+std::string search_path(const DecodedRequest& request, int& error_number) {
+  const char* name = request.argv[0];
+  if (std::strchr(name, '/')) return name;
+  const char* path = find_env(request.envp.data(), "PATH");
+  if (path == nullptr) path = "/bin:/usr/bin";  // confstr(_CS_PATH) on glibc
+  error_number = ENOENT;
+  for (const char* dir = path;; ++dir) {
+    const char* end = std::strchr(dir, ':');
+    if (end == nullptr) end = dir + std::strlen(dir);
+    std::string candidate(dir, end);
+    candidate = candidate.empty() ? name : candidate + "/" + name;
+    struct stat st;
+    const std::string seen = as_seen_from(request.cwd, candidate);
+    if (stat(seen.c_str(), &st) == 0) {
+      if (S_ISREG(st.st_mode) && faccessat(AT_FDCWD, seen.c_str(), X_OK, AT_EACCESS) == 0)
+        return candidate;
+      error_number = EACCES;  // exists but cannot run: keep looking, as execvp does
+    } else if (errno == EACCES) {
+      error_number = EACCES;
+    }
+    if (*end == '\0') return "";
+    dir = end;
+  }
+}
+
+// After a failed launch, tells whether the cwd was the cause (Popen reports the chdir
+// failure first, since the child changes directory before it executes).
+int cwd_error(const char* cwd) {
+  if (cwd == nullptr) return 0;
+  struct stat st;
+  if (stat(cwd, &st) != 0) return errno;
+  if (!S_ISDIR(st.st_mode)) return ENOTDIR;
+  if (faccessat(AT_FDCWD, cwd, X_OK, AT_EACCESS) != 0) return errno;
+  return 0;
+}
+
+LaunchedCommand failed(FailureStage stage, int error_number) {
+  LaunchedCommand out;
+  out.failure = stage;
+  out.error_number = error_number;
+  return out;
+}
+
+LaunchedCommand failed_launch(const DecodedRequest& request, int error_number) {
+  if (int e = cwd_error(request.cwd)) return failed(FailureStage::kChdir, e);
+  return failed(FailureStage::kExec, error_number);
+}
+
+struct Pipe {
+  int read_fd = -1;
+  int write_fd = -1;
+  bool open() {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return false;
+    read_fd = fds[0];
+    write_fd = fds[1];
+    return true;
+  }
+  void close_write() {
+    if (write_fd >= 0) close(write_fd);
+    write_fd = -1;
+  }
+  void close_both() {
+    close_write();
+    if (read_fd >= 0) close(read_fd);
+    read_fd = -1;
+  }
+};
+
+// posix_spawn attributes and file actions for one command; freed on scope exit.
+class SpawnSetup {
+ public:
+  SpawnSetup() {
+    posix_spawnattr_init(&attr_);
+    posix_spawn_file_actions_init(&actions_);
+  }
+  ~SpawnSetup() {
+    posix_spawn_file_actions_destroy(&actions_);
+    posix_spawnattr_destroy(&attr_);
+  }
+  SpawnSetup(const SpawnSetup&) = delete;
+  SpawnSetup& operator=(const SpawnSetup&) = delete;
+
+  // Own process group, so the driver's terminal signals reach the command only through
+  // the spawner (which forwards them) and a group kill ends all it started. Every signal
+  // back to its default and an empty mask: both survive exec otherwise.
+  void set_child_signals_and_group() {
+    sigset_t all, none;
+    sigfillset(&all);
+    sigemptyset(&none);
+    posix_spawnattr_setsigdefault(&attr_, &all);
+    posix_spawnattr_setsigmask(&attr_, &none);
+    posix_spawnattr_setpgroup(&attr_, 0);
+    posix_spawnattr_setflags(&attr_, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK |
+                                         POSIX_SPAWN_SETPGROUP);
+  }
+  void set_fds(const DecodedRequest& request, const Pipe& out, const Pipe& err,
+               bool close_extra_fds) {
+    posix_spawn_file_actions_addopen(&actions_, 0, "/dev/null", O_RDONLY, 0);
+    if (out.write_fd >= 0) {
+      posix_spawn_file_actions_adddup2(&actions_, out.write_fd, 1);
+      posix_spawn_file_actions_adddup2(&actions_, err.write_fd >= 0 ? err.write_fd : out.write_fd,
+                                       2);
+    }
+    if (request.cwd) posix_spawn_file_actions_addchdir_np(&actions_, request.cwd);
+    // One close_range() in the child; glibc falls back to walking /proc/self/fd.
+    if (close_extra_fds) posix_spawn_file_actions_addclosefrom_np(&actions_, 3);
+  }
+  int spawn(pid_t* pid, const char* path, const DecodedRequest& request) {
+    return posix_spawn(pid, path, &actions_, &attr_, request.argv.data(),
+                       request.envp.data());
+  }
+
+ private:
+  posix_spawnattr_t attr_;
+  posix_spawn_file_actions_t actions_;
+};
+
+// A tool written a moment ago may still be open for writing by a process that is
+// exiting: exec then fails with ETXTBSY for a short while. Retry briefly.
+int spawn_retrying_busy_text(SpawnSetup& setup, pid_t* pid, const char* path,
+                             const DecodedRequest& request) {
+  int rc = 0;
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    rc = setup.spawn(pid, path, request);
+    if (rc != ETXTBSY) return rc;
+    const timespec pause{0, 2 * 1000 * 1000};
+    nanosleep(&pause, nullptr);
+  }
+  return rc;
+}
+
+}  // namespace
+
+LaunchedCommand launch_command(const DecodedRequest& request, bool close_extra_fds) {
+  int search_error = 0;
+  const std::string program = search_path(request, search_error);
+  if (program.empty()) return failed_launch(request, search_error);
+
+  const bool capture = request.flags & protocol::kCaptureOutput;
+  const bool merge = request.flags & protocol::kMergeStderr;
+  Pipe out, err;
+  if (capture && (!out.open() || (!merge && !err.open()))) {
+    const int e = errno;
+    out.close_both();
+    err.close_both();
+    return failed(FailureStage::kSpawner, e);
+  }
+  SpawnSetup setup;
+  setup.set_child_signals_and_group();
+  setup.set_fds(request, out, err, close_extra_fds);
+  pid_t pid = -1;
+  const int rc = spawn_retrying_busy_text(setup, &pid, program.c_str(), request);
+  out.close_write();
+  err.close_write();
+  if (rc != 0) {
+    out.close_both();
+    err.close_both();
+    return failed_launch(request, rc);
+  }
+  LaunchedCommand launched;
+  launched.pid = pid;
+  launched.stdout_fd = out.read_fd;
+  launched.stderr_fd = err.read_fd;
+  return launched;
+}
+
+}  // namespace spawnpool::detail

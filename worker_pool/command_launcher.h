@@ -1,0 +1,26 @@
+// Starting one command from a spawner: PATH search in the command's own environment,
+// then posix_spawn with the child set up as a build tool expects (own process group,
+// default signals, stdin /dev/null, no inherited fds). Called from the spawner's main
+// thread only.
+#pragma once
+
+#include <sys/types.h>
+
+#include "worker_pool/protocol.h"
+#include "worker_pool/request_codec.h"
+
+namespace spawnpool::detail {
+
+struct LaunchedCommand {
+  pid_t pid = -1;       // -1 when the launch failed
+  int stdout_fd = -1;   // read ends of the capture pipes, -1 when not captured
+  int stderr_fd = -1;   // -1 also when stderr is merged into stdout
+  protocol::FailureStage failure = protocol::FailureStage::kNone;
+  int error_number = 0;
+};
+
+/// Starts `request`. `close_extra_fds`: ask the child to close every fd >= 3
+/// (close_range); without it the spawner relies on keeping all its own fds close-on-exec.
+LaunchedCommand launch_command(const DecodedRequest& request, bool close_extra_fds);
+
+}  // namespace spawnpool::detail

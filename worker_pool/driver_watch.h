@@ -1,0 +1,23 @@
+// The spawner's second thread: it watches the lifeline socket to the driver and the
+// terminal signals, and acts on the running command's process group.
+//  - a byte N from the driver: send signal N to the command (cancel);
+//  - EOF or error on the lifeline: the driver is gone, so SIGKILL the command's group
+//    and exit at once (nobody is left to report to);
+//  - SIGINT/SIGTERM/SIGHUP to the spawner (it shares the driver's process group, so a
+//    Ctrl-C reaches it): forward the signal to the command, keep serving.
+#pragma once
+
+#include <thread>
+
+#include "worker_pool/running_child.h"
+
+namespace spawnpool::detail {
+
+/// Blocks SIGINT/SIGTERM/SIGHUP in the calling thread (call before starting any other
+/// thread) so they are read from a signalfd by the watch thread.
+void block_forwarded_signals();
+
+/// Starts the watch thread; it runs until the process exits.
+std::thread start_driver_watch(int lifeline_fd, RunningChild& running);
+
+}  // namespace spawnpool::detail

@@ -1,0 +1,121 @@
+// The shared-memory protocol between the driver (engine/) and its spawner processes.
+//
+// One segment holds a SegmentHeader and `slot_count` fixed-size slots, one per spawner.
+// Threading model: a slot is owned alternately by the driver and by its spawner. The
+// slot's state word says whose turn it is; only the side whose turn it is writes the
+// rest of the slot, then hands the turn over with one release store and a futex wake.
+// No process-shared mutex exists, so a peer that dies can never leave a lock held.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace spawnpool::protocol {
+
+inline constexpr std::uint64_t kMagic = 0x316c6f6f706e7073;  // "spnpool1"
+inline constexpr std::uint32_t kVersion = 1;
+
+// File descriptors a spawner finds at start (see docs/architecture.md).
+inline constexpr int kSegmentFd = 3;   // the shared-memory segment
+inline constexpr int kLifelineFd = 4;  // socket to the driver: EOF = driver gone
+
+/// Slot states. The comment after each value says whose turn it is.
+enum SlotState : std::uint32_t {
+  kStarting = 0,     // spawner: launched, not attached yet
+  kIdle = 1,         // driver: spawner waits for a request
+  kRequest = 2,      // spawner: a request is in the request area
+  kReply = 3,        // driver: reply header and one output chunk are ready
+  kNextChunk = 4,    // spawner: driver copied the chunk and wants the next one
+  kSpawnerDead = 5,  // driver: written by the driver's monitor once the spawner died
+};
+
+/// True when the spawner, not the driver, is expected to act next.
+inline bool is_spawner_turn(std::uint32_t state) {
+  return state == kStarting || state == kRequest || state == kNextChunk;
+}
+
+/// Request flags.
+enum RequestFlags : std::uint32_t {
+  kCaptureOutput = 1u << 0,  // stdout/stderr go to pipes and come back in the reply
+  kMergeStderr = 1u << 1,    // with kCaptureOutput: stderr into the stdout stream
+  kKnownRequestFlags = kCaptureOutput | kMergeStderr,
+};
+
+/// Why a command produced no exit status. Values cross the process boundary.
+enum class FailureStage : std::int32_t {
+  kNone = 0,     // the command ran; see wait_status
+  kRequest = 1,  // the request was refused before anything ran (E2BIG, EINVAL)
+  kChdir = 2,    // the working directory could not be entered
+  kExec = 3,     // the program could not be executed
+  kSpawner = 4,  // the spawner died or failed while serving the command
+};
+
+struct SegmentHeader {
+  std::uint64_t magic;
+  std::uint32_t version;
+  std::uint32_t slot_count;
+  std::uint64_t slot_size;          // bytes per slot, a multiple of the page size
+  std::uint64_t request_capacity;   // bytes of request payload a slot holds
+  std::uint64_t output_capacity;    // bytes of output one reply chunk holds
+};
+
+/// The words both sides touch concurrently, each on its own cache line.
+struct alignas(64) SlotControl {
+  std::atomic<std::uint32_t> state;     // a SlotState; futex word
+  std::atomic<std::int32_t> spawner_pid;
+  std::atomic<std::int32_t> child_pid;  // running command (its own process group), 0 if none
+};
+
+struct RequestHeader {
+  std::uint32_t flags;         // RequestFlags
+  std::uint32_t argc;          // >= 1
+  std::uint32_t envc;
+  std::uint32_t reserved;
+  std::uint64_t payload_size;  // argv, env then cwd: NUL-terminated strings, back to back
+};
+
+struct ReplyHeader {
+  std::int32_t failure_stage;  // a FailureStage
+  std::int32_t error_number;   // errno for a failure, else 0
+  std::int32_t wait_status;    // as from wait4(), when the command ran
+  std::int32_t reserved;
+  std::int64_t user_usec;
+  std::int64_t system_usec;
+  std::int64_t max_rss_kb;
+  // CLOCK_MONOTONIC nanoseconds, a clock shared by every process of the machine.
+  std::int64_t received_ns;   // spawner saw the request
+  std::int64_t started_ns;    // the child exists
+  std::int64_t exited_ns;     // the child was reaped
+  std::int64_t replied_ns;    // the first reply chunk was handed over
+  std::uint64_t stdout_size;  // whole captured stdout
+  std::uint64_t stderr_size;  // whole captured stderr
+  std::uint64_t chunk_offset; // where this chunk starts in stdout followed by stderr
+  std::uint64_t chunk_size;
+};
+
+/// Pointers into one slot of a mapped segment.
+struct SlotView {
+  SlotControl* control;
+  RequestHeader* request;
+  char* request_payload;
+  ReplyHeader* reply;
+  char* output;
+};
+
+/// Bytes one slot needs for the given capacities, rounded up to `page_size`.
+std::uint64_t slot_size_for(std::uint64_t request_capacity, std::uint64_t output_capacity,
+                            std::uint64_t page_size);
+
+/// Bytes of the whole segment: the header page plus every slot.
+std::uint64_t segment_size(const SegmentHeader& header, std::uint64_t page_size);
+
+/// The slot `index` of a segment mapped at `base`. The caller checks `index`.
+SlotView slot_at(void* base, const SegmentHeader& header, std::uint32_t index,
+                 std::uint64_t page_size);
+
+/// Whether a mapped header of `mapped_size` bytes describes a segment this build speaks.
+bool header_is_valid(const SegmentHeader& header, std::uint64_t mapped_size,
+                     std::uint64_t page_size);
+
+}  // namespace spawnpool::protocol

@@ -1,0 +1,19 @@
+#include "worker_pool/running_child.h"
+
+#include <signal.h>
+
+namespace spawnpool::detail {
+
+void RunningChild::set(pid_t pid) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  pid_ = pid;
+}
+
+void RunningChild::clear() { set(0); }
+
+void RunningChild::signal_group(int sig) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (pid_ > 0) kill(-pid_, sig);
+}
+
+}  // namespace spawnpool::detail

@@ -1,0 +1,130 @@
+#include "worker_pool/slot_server.h"
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "worker_pool/command_launcher.h"
+#include "worker_pool/futex.h"
+
+namespace spawnpool::detail {
+namespace {
+
+using protocol::FailureStage;
+
+std::int64_t usec(const timeval& tv) { return tv.tv_sec * 1000000LL + tv.tv_usec; }
+
+// Output buffers grown by one huge command are given back rather than kept for life.
+void release_if_large(std::string& buffer) {
+  constexpr std::size_t kKeep = 1 << 20;
+  if (buffer.capacity() > kKeep) std::string().swap(buffer);
+  buffer.clear();
+}
+
+}  // namespace
+
+SlotServer::SlotServer(protocol::SlotView slot, const protocol::SegmentHeader& header,
+                       RunningChild& running, bool close_extra_fds)
+    : slot_(slot),
+      request_capacity_(header.request_capacity),
+      output_capacity_(header.output_capacity),
+      running_(running),
+      close_extra_fds_(close_extra_fds) {}
+
+void SlotServer::hand_over(std::uint32_t state) {
+  slot_.control->state.store(state, std::memory_order_release);
+  futex_wake_all(slot_.control->state);
+}
+
+std::uint32_t SlotServer::wait_for_turn() {
+  for (;;) {
+    const std::uint32_t state = slot_.control->state.load(std::memory_order_acquire);
+    if (state == protocol::kRequest || state == protocol::kNextChunk) return state;
+    futex_wait(slot_.control->state, state, -1);
+  }
+}
+
+void SlotServer::serve() {
+  slot_.control->child_pid.store(0);
+  hand_over(protocol::kIdle);
+  for (;;) {
+    // A stray kNextChunk (no transfer in progress) is answered as a finished reply.
+    if (wait_for_turn() == protocol::kRequest)
+      serve_one();
+    else
+      hand_over(protocol::kReply);
+  }
+}
+
+void SlotServer::reply_failure(FailureStage stage, int error_number) {
+  protocol::ReplyHeader header{};
+  header.failure_stage = static_cast<std::int32_t>(stage);
+  header.error_number = error_number;
+  header.received_ns = received_ns_;
+  header.started_ns = header.exited_ns = monotonic_ns();
+  send_reply(header);
+}
+
+void SlotServer::serve_one() {
+  received_ns_ = monotonic_ns();
+  std::string why;
+  if (!decode_request(*slot_.request, slot_.request_payload, request_capacity_, request_,
+                      why))
+    return reply_failure(FailureStage::kRequest, EINVAL);
+
+  LaunchedCommand command = launch_command(request_, close_extra_fds_);
+  if (command.pid < 0) return reply_failure(command.failure, command.error_number);
+  started_ns_ = monotonic_ns();
+  running_.set(command.pid);
+  slot_.control->child_pid.store(command.pid, std::memory_order_release);
+  wait_for_command(command, running_, outcome_);
+  slot_.control->child_pid.store(0, std::memory_order_release);
+
+  protocol::ReplyHeader header{};
+  header.wait_status = outcome_.wait_status;
+  header.user_usec = usec(outcome_.usage.ru_utime);
+  header.system_usec = usec(outcome_.usage.ru_stime);
+  header.max_rss_kb = outcome_.usage.ru_maxrss;
+  header.received_ns = received_ns_;
+  header.started_ns = started_ns_;
+  header.exited_ns = outcome_.exited_ns;
+  header.stdout_size = outcome_.stdout_data.size();
+  header.stderr_size = outcome_.stderr_data.size();
+  send_reply(header);
+  release_if_large(outcome_.stdout_data);
+  release_if_large(outcome_.stderr_data);
+}
+
+// Output travels as stdout followed by stderr, cut into chunks of output_capacity_.
+// Loop structure: write a chunk, hand the turn to the driver, and wait until it asks
+// for the next chunk; the last chunk ends the exchange.
+void SlotServer::send_reply(protocol::ReplyHeader header) {
+  const std::string& out = outcome_.stdout_data;
+  const std::string& err = outcome_.stderr_data;
+  const std::uint64_t total = header.stdout_size + header.stderr_size;
+  std::uint64_t offset = 0;
+  for (;;) {
+    const std::uint64_t size = std::min(output_capacity_, total - offset);
+    for (std::uint64_t copied = 0; copied < size;) {
+      const std::uint64_t at = offset + copied;
+      const bool in_out = at < out.size();
+      const char* src = in_out ? out.data() + at : err.data() + (at - out.size());
+      const std::uint64_t n =
+          std::min(size - copied, in_out ? out.size() - at : total - at);
+      std::memcpy(slot_.output + copied, src, n);
+      copied += n;
+    }
+    header.chunk_offset = offset;
+    header.chunk_size = size;
+    header.replied_ns = monotonic_ns();
+    *slot_.reply = header;
+    hand_over(protocol::kReply);
+    offset += size;
+    if (offset == total) return;
+    if (wait_for_turn() != protocol::kNextChunk) return;  // the driver moved on
+  }
+}
+
+}  // namespace spawnpool::detail

@@ -1,0 +1,42 @@
+// The spawner's main loop over its slot: wait for a request, run the command, hand back
+// the reply (in chunks when the output exceeds one chunk). Main thread of the spawner.
+#pragma once
+
+#include <cstdint>
+
+#include "worker_pool/command_waiter.h"
+#include "worker_pool/protocol.h"
+#include "worker_pool/request_codec.h"
+#include "worker_pool/running_child.h"
+
+namespace spawnpool::detail {
+
+class SlotServer {
+ public:
+  SlotServer(protocol::SlotView slot, const protocol::SegmentHeader& header,
+             RunningChild& running, bool close_extra_fds);
+
+  /// Announces the spawner as attached, then serves requests until the process ends.
+  [[noreturn]] void serve();
+
+ private:
+  std::uint32_t wait_for_turn();
+  void serve_one();
+  void reply_failure(protocol::FailureStage stage, int error_number);
+  // Hands the reply over; returns early if the driver sends a new request instead of
+  // asking for the next chunk.
+  void send_reply(protocol::ReplyHeader header);
+  void hand_over(std::uint32_t state);
+
+  protocol::SlotView slot_;
+  std::uint64_t request_capacity_;
+  std::uint64_t output_capacity_;
+  RunningChild& running_;
+  bool close_extra_fds_;
+  DecodedRequest request_;  // reused between commands to keep allocations off the path
+  CommandOutcome outcome_;
+  std::int64_t received_ns_ = 0;
+  std::int64_t started_ns_ = 0;
+};
+
+}  // namespace spawnpool::detail

@@ -1,0 +1,113 @@
+// spawnpool-spawner: one per job slot, started by the driver through posix_spawn (never
+// by forking the driver) and alive for the whole build. It finds the segment on fd 3 and
+// the lifeline socket to the driver on fd 4; argv[1] is its slot index.
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "worker_pool/driver_watch.h"
+#include "worker_pool/protocol.h"
+#include "worker_pool/slot_server.h"
+
+namespace {
+
+using namespace spawnpool;
+
+[[noreturn]] void die(const char* what) {
+  std::fprintf(stderr, "spawnpool-spawner: %s: %s\n", what, std::strerror(errno));
+  std::exit(125);
+}
+
+bool close_range_works() {
+  if (const char* off = std::getenv("SPAWNPOOL_DISABLE_CLOSE_RANGE"); off && *off == '1')
+    return false;
+  // Closing an empty range costs nothing and tells whether the kernel (>= 5.9) and any
+  // seccomp profile allow the call.
+  return syscall(SYS_close_range, ~0U - 1, ~0U - 1, 0) == 0;
+}
+
+// Whatever the driver leaked to us beyond fds 0-4 goes; ours stay close-on-exec, so the
+// commands we start inherit nothing even where close_range is refused.
+void close_inherited_fds(bool use_close_range) {
+  const int first = protocol::kLifelineFd + 1;
+  if (use_close_range && syscall(SYS_close_range, first, ~0U, 0) == 0) return;
+  std::vector<int> extra;
+  if (DIR* dir = opendir("/proc/self/fd")) {
+    while (dirent* entry = readdir(dir)) {
+      const int fd = std::atoi(entry->d_name);
+      if (fd >= first && fd != dirfd(dir)) extra.push_back(fd);
+    }
+    closedir(dir);
+  }
+  for (int fd : extra) close(fd);
+}
+
+// Signal dispositions survive exec: a driver that ignores SIGCHLD would have our
+// children reaped behind our back, and one that ignores SIGPIPE is harmless to us.
+void reset_signal_state() {
+  signal(SIGCHLD, SIG_DFL);
+  signal(SIGPIPE, SIG_IGN);  // we write only to sockets with MSG_NOSIGNAL, but be sure
+  sigset_t none;
+  sigemptyset(&none);
+  pthread_sigmask(SIG_SETMASK, &none, nullptr);
+  detail::block_forwarded_signals();
+}
+
+struct MappedSegment {
+  void* base;
+  protocol::SegmentHeader header;
+};
+
+MappedSegment map_segment(std::uint64_t page_size) {
+  struct stat st;
+  if (fstat(protocol::kSegmentFd, &st) != 0) die("no segment on fd 3");
+  void* base = mmap(nullptr, st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+                    protocol::kSegmentFd, 0);
+  if (base == MAP_FAILED) die("mmap of the segment");
+  close(protocol::kSegmentFd);  // the mapping keeps the segment alive
+  const auto header = *static_cast<const protocol::SegmentHeader*>(base);
+  if (!protocol::header_is_valid(header, st.st_size, page_size)) {
+    errno = EPROTO;
+    die("segment header is invalid");
+  }
+  return {base, header};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s SLOT (started by the spawnpool engine)\n", argv[0]);
+    return 2;
+  }
+  reset_signal_state();
+  const bool use_close_range = close_range_works();
+  close_inherited_fds(use_close_range);
+  fcntl(protocol::kLifelineFd, F_SETFD, FD_CLOEXEC);
+
+  const std::uint64_t page_size = sysconf(_SC_PAGESIZE);
+  const MappedSegment segment = map_segment(page_size);
+  const long index = std::strtol(argv[1], nullptr, 10);
+  if (index < 0 || index >= static_cast<long>(segment.header.slot_count)) {
+    errno = EINVAL;
+    die("slot index out of range");
+  }
+  const protocol::SlotView slot =
+      protocol::slot_at(segment.base, segment.header, static_cast<std::uint32_t>(index),
+                        page_size);
+  slot.control->spawner_pid.store(getpid());
+
+  static detail::RunningChild running;
+  detail::start_driver_watch(protocol::kLifelineFd, running).detach();
+  detail::SlotServer(slot, segment.header, running, use_close_range).serve();
+}
