@@ -57,7 +57,8 @@ struct PyResult {
   py::object stdout_bytes, stderr_bytes;
   double user_time, system_time, wall_time;
   long max_rss_kb;
-  std::int64_t submitted_ns, started_ns, exited_ns, completed_ns;
+  int slot;
+  std::int64_t submitted_ns, dispatched_ns, started_ns, exited_ns, completed_ns;
 };
 
 [[noreturn]] void raise_spawn_error(const spawnpool::Result& r, const std::string& program,
@@ -136,7 +137,8 @@ class PyPool {
 
   static PyResult to_python(spawnpool::Result r, spawnpool::OutputMode output) {
     PyResult out{r.returncode, py::none(), py::none(), r.user_time, r.system_time, r.wall_time,
-                 r.max_rss_kb, r.submitted_ns, r.started_ns, r.exited_ns, r.completed_ns};
+                 r.max_rss_kb, r.slot, r.submitted_ns, r.dispatched_ns, r.started_ns,
+                 r.exited_ns, r.completed_ns};
     if (r.captured) out.stdout_bytes = py::bytes(r.stdout_data);
     if (output == spawnpool::OutputMode::kCapture) out.stderr_bytes = py::bytes(r.stderr_data);
     return out;
@@ -164,7 +166,9 @@ PYBIND11_MODULE(_spawnpool, m) {
       .def_readonly("system_time", &PyResult::system_time)
       .def_readonly("wall_time", &PyResult::wall_time)
       .def_readonly("max_rss_kb", &PyResult::max_rss_kb)
+      .def_readonly("slot", &PyResult::slot)
       .def_readonly("submitted_ns", &PyResult::submitted_ns)
+      .def_readonly("dispatched_ns", &PyResult::dispatched_ns)
       .def_readonly("started_ns", &PyResult::started_ns)
       .def_readonly("exited_ns", &PyResult::exited_ns)
       .def_readonly("completed_ns", &PyResult::completed_ns)

@@ -111,6 +111,7 @@ bool PoolCore::submit(const Command& command, bool blocking, Job& job) {
     return true;
   }
   Slot& slot = *slots_[index];
+  slot.dispatched_ns = monotonic_ns();
   if (slot.dead.load() && !ensure_spawner(slot, error)) {
     release_slot(index);
     job.result_ = failure(FailureStage::kSpawner, ECHILD, error);
@@ -209,7 +210,9 @@ Result PoolCore::collect(int index, const WaitTick& tick, std::chrono::milliseco
     }
     break;
   }
+  r.slot = index;
   r.submitted_ns = slot.submitted_ns;
+  r.dispatched_ns = slot.dispatched_ns;
   r.completed_ns = monotonic_ns();
   return r;
 }

@@ -47,6 +47,7 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
     // The job in the slot; written by its submitter, read by its waiter.
     OutputMode output = OutputMode::kPassthrough;
     std::int64_t submitted_ns = 0;
+    std::int64_t dispatched_ns = 0;
     std::string program;
     std::string cwd;
   };

@@ -6,6 +6,7 @@
 
 #include <boost/interprocess/exceptions.hpp>
 #include <boost/interprocess/permissions.hpp>
+#include <boost/interprocess/shared_memory_object.hpp>
 #include <cerrno>
 #include <cstdio>
 #include <system_error>
@@ -47,9 +48,8 @@ bip::shared_memory_object create_exclusive(const std::string& name) {
 
 Segment::Segment(std::uint32_t slot_count, std::uint64_t request_capacity,
                  std::uint64_t output_capacity)
-    : name_(unguessable_name()),
-      object_(create_exclusive(name_)),
-      page_size_(sysconf(_SC_PAGESIZE)) {
+    : name_(unguessable_name()), page_size_(sysconf(_SC_PAGESIZE)) {
+  bip::shared_memory_object object = create_exclusive(name_);
   header_.magic = protocol::kMagic;
   header_.version = protocol::kVersion;
   header_.slot_count = slot_count;
@@ -57,16 +57,18 @@ Segment::Segment(std::uint32_t slot_count, std::uint64_t request_capacity,
   header_.output_capacity = output_capacity;
   header_.slot_size = protocol::slot_size_for(request_capacity, output_capacity, page_size_);
   try {
-    object_.truncate(static_cast<bip::offset_t>(protocol::segment_size(header_, page_size_)));
-    region_ = bip::mapped_region(object_, bip::read_write);
+    object.truncate(static_cast<bip::offset_t>(protocol::segment_size(header_, page_size_)));
+    region_ = bip::mapped_region(object, bip::read_write);
   } catch (const bip::interprocess_exception& e) {
     unlink_name();
     throw std::system_error(e.get_native_error(), std::generic_category(),
                             "sizing shared memory /" + name_);
   }
-  // Boost's descriptor is not close-on-exec; take a private one that is, placed above
-  // the descriptors a spawner is given, so posix_spawn's dup2 cannot clobber it.
-  fd_ = fcntl(object_.get_mapping_handle().handle, F_DUPFD_CLOEXEC, 5);
+  // Boost's descriptor is not close-on-exec, and any program the driver starts would
+  // inherit it: keep a private one that is, placed above the descriptors a spawner is
+  // given (so posix_spawn's dup2 cannot clobber it), and let Boost's close with `object`.
+  // The mapping does not depend on either descriptor.
+  fd_ = fcntl(object.get_mapping_handle().handle, F_DUPFD_CLOEXEC, 5);
   if (fd_ < 0) {
     const int e = errno;
     unlink_name();

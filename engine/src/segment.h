@@ -5,7 +5,6 @@
 #pragma once
 
 #include <boost/interprocess/mapped_region.hpp>
-#include <boost/interprocess/shared_memory_object.hpp>
 #include <cstdint>
 #include <string>
 
@@ -32,7 +31,6 @@ class Segment {
 
  private:
   std::string name_;
-  boost::interprocess::shared_memory_object object_;
   boost::interprocess::mapped_region region_;
   protocol::SegmentHeader header_{};
   std::uint64_t page_size_;

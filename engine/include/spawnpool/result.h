@@ -30,9 +30,12 @@ struct Result {
   double system_time = 0;
   double wall_time = 0;        ///< from the child's start to its exit, in seconds
   long max_rss_kb = 0;
+  int slot = -1;                ///< the job slot (spawner) that ran it, -1 if none did
   // CLOCK_MONOTONIC nanoseconds, for tracing: when the driver submitted the command,
-  // when the child existed, when it was reaped, and when the driver had the result.
+  // when it had a slot for it (the difference is queueing), when the child existed, when
+  // it was reaped, and when the driver had the result.
   std::int64_t submitted_ns = 0;
+  std::int64_t dispatched_ns = 0;
   std::int64_t started_ns = 0;
   std::int64_t exited_ns = 0;
   std::int64_t completed_ns = 0;
