@@ -74,10 +74,15 @@ void SlotServer::serve_one() {
                       why))
     return reply_failure(FailureStage::kRequest, EINVAL);
 
-  LaunchedCommand command = launch_command(request_, close_extra_fds_);
+  // Under the RunningChild lock: were the driver to go during posix_spawn, the watch
+  // thread would otherwise find no command to kill and leave it orphaned.
+  LaunchedCommand command;
+  running_.launch([&] {
+    command = launch_command(request_, close_extra_fds_);
+    return command.pid;
+  });
   if (command.pid < 0) return reply_failure(command.failure, command.error_number);
   started_ns_ = monotonic_ns();
-  running_.set(command.pid);
   slot_.control->child_pid.store(command.pid, std::memory_order_release);
   wait_for_command(command, running_, outcome_);
   slot_.control->child_pid.store(0, std::memory_order_release);

@@ -39,6 +39,15 @@ std::string current_directory() {
   return getcwd(buffer, sizeof buffer) ? buffer : "";
 }
 
+// The spawner's own cwd is the driver's at pool start: a relative cwd is resolved here,
+// against the driver's cwd at submit time, as Popen would.
+std::string working_directory(const std::string& cwd) {
+  if (cwd.empty()) return current_directory();
+  if (cwd[0] == '/') return cwd;
+  const std::string here = current_directory();
+  return here.empty() ? cwd : here + "/" + cwd;
+}
+
 std::uint32_t request_flags(OutputMode output) {
   switch (output) {
     case OutputMode::kPassthrough: return 0;
@@ -119,7 +128,7 @@ bool PoolCore::submit(const Command& command, bool blocking, Job& job) {
   }
   const std::vector<std::string> inherited_env =
       command.env ? std::vector<std::string>{} : current_environment();
-  slot.cwd = command.cwd.empty() ? current_directory() : command.cwd;
+  slot.cwd = working_directory(command.cwd);
   const RequestFields fields{&command.argv, command.env ? &*command.env : &inherited_env,
                              &slot.cwd, request_flags(command.output)};
   EncodeError refused = encode_request(fields, arg_max_, segment_.header().request_capacity,
@@ -190,8 +199,8 @@ Result PoolCore::collect(int index, const WaitTick& tick, std::chrono::milliseco
       break;
     }
     if (received == 0) {
-      r.stdout_data.reserve(header.stdout_size);
-      r.stderr_data.reserve(header.stderr_size);
+      r.stdout_data.reserve(reply_reserve_bytes(header.stdout_size));
+      r.stderr_data.reserve(reply_reserve_bytes(header.stderr_size));
     }
     place_reply_chunk(header, slot.view.output, r.stdout_data, r.stderr_data);
     received += header.chunk_size;
@@ -226,10 +235,13 @@ void PoolCore::fail_slot_protocol(int index) {
   spawner_changed_.wait(lock, [&] { return slot.dead.load() || stop_monitor_; });
 }
 
+// Only while the command runs, as cancel_all: a signal for one that has ended would be
+// read by the spawner whenever its watch thread runs, possibly under the next command.
 void PoolCore::cancel(int index, int sig) {
   std::lock_guard<std::mutex> lock(mutex_);
   Slot& slot = *slots_[index];
-  if (!slot.dead.load()) signal_spawner_command(slot.spawner, sig);
+  if (!slot.dead.load() && slot.view.control->child_pid.load() != 0)
+    signal_spawner_command(slot.spawner, sig);
 }
 
 void PoolCore::cancel_all(int sig) {
