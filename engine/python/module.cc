@@ -83,7 +83,8 @@ class PyPool {
     options.slots = slots;
     options.spawner_path = std::move(spawner);
     options.output_chunk_bytes = output_chunk_bytes;
-    pool_.emplace(options);
+    pool_ = std::make_shared<spawnpool::Pool>(options);
+    slots_ = pool_->slots();
   }
 
   PyResult run(py::handle argv, py::handle env, py::handle cwd, bool capture, bool merge_stderr) {
@@ -94,32 +95,46 @@ class PyPool {
     command.output = !capture ? spawnpool::OutputMode::kPassthrough
                      : merge_stderr ? spawnpool::OutputMode::kCaptureMerged
                                     : spawnpool::OutputMode::kCapture;
-    spawnpool::Pool& pool = checked_pool();
+    // Our own reference: close() from another thread must not pull the pool away.
+    const std::shared_ptr<spawnpool::Pool> pool = checked_pool();
     std::optional<py::error_already_set> raised;
     spawnpool::Result r;
     {
       py::gil_scoped_release release;
-      spawnpool::Job job = pool.submit(command);
-      r = pool.wait(job, on_main_thread() ? tick_for(raised) : spawnpool::WaitTick{});
+      spawnpool::Job job = pool->submit(command);
+      r = pool->wait(job, on_main_thread() ? tick_for(raised) : spawnpool::WaitTick{});
     }
     if (raised) throw std::move(*raised);
-    if (!r.started()) raise_spawn_error(r, command.argv[0], command.cwd);
+    if (!r.started())  // argv may be empty: the engine refused it (EINVAL)
+      raise_spawn_error(r, command.argv.empty() ? std::string() : command.argv[0], command.cwd);
     return to_python(std::move(r), command.output);
   }
 
-  void cancel(int sig) { checked_pool().cancel_all(sig); }
-  void close() {
-    if (!pool_) return;
-    py::gil_scoped_release release;
-    pool_->close();
+  void cancel(int sig) {
+    if (pool_) pool_->cancel_all(sig);
   }
-  std::size_t slots() { return checked_pool().slots(); }
-  std::vector<int> spawner_pids() { return checked_pool().spawner_pids(); }
+  /// Ends the spawners now and lets the segment go as soon as no run() holds it, rather
+  /// than when Python collects this object (a traceback can keep it alive for long).
+  void close() {
+    std::shared_ptr<spawnpool::Pool> pool = std::move(pool_);
+    if (!pool) return;
+    py::gil_scoped_release release;
+    pool->close();
+    pool.reset();
+  }
+  std::size_t slots() const { return slots_; }
+  std::vector<int> spawner_pids() { return pool_ ? pool_->spawner_pids() : std::vector<int>{}; }
 
  private:
-  spawnpool::Pool& checked_pool() {
-    if (!pool_) throw py::value_error("the pool is closed");
-    return *pool_;
+  std::shared_ptr<spawnpool::Pool> checked_pool() {
+    if (!pool_) {
+      spawnpool::Result closed;
+      closed.failure = spawnpool::FailureStage::kSpawner;
+      closed.error_number = ESHUTDOWN;
+      closed.error_message = "the pool is closed";
+      raise_spawn_error(closed, "", "");
+    }
+    return pool_;
   }
 
   static bool on_main_thread() { return PyThread_get_thread_ident() == g_main_thread; }
@@ -144,7 +159,8 @@ class PyPool {
     return out;
   }
 
-  std::optional<spawnpool::Pool> pool_;
+  std::shared_ptr<spawnpool::Pool> pool_;  // null once closed
+  std::size_t slots_ = 0;
 };
 
 }  // namespace
