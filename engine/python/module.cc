@@ -99,11 +99,18 @@ class PyPool {
     const std::shared_ptr<spawnpool::Pool> pool = checked_pool();
     std::optional<py::error_already_set> raised;
     spawnpool::Result r;
-    {
-      py::gil_scoped_release release;
+    // The GIL is released and taken back by hand, not by gil_scoped_release: at
+    // interpreter exit a daemon thread taking the GIL back is ended by pthread_exit,
+    // whose unwinding must not cross a noexcept destructor (std::terminate).
+    PyThreadState* saved = PyEval_SaveThread();
+    try {
       spawnpool::Job job = pool->submit(command);
       r = pool->wait(job, on_main_thread() ? tick_for(raised) : spawnpool::WaitTick{});
+    } catch (...) {
+      PyEval_RestoreThread(saved);
+      throw;
     }
+    PyEval_RestoreThread(saved);
     if (raised) throw std::move(*raised);
     if (!r.started())  // argv may be empty: the engine refused it (EINVAL)
       raise_spawn_error(r, command.argv.empty() ? std::string() : command.argv[0], command.cwd);

@@ -12,14 +12,24 @@ are small processes started once, so spawning costs the same whatever the driver
 slots queue for a free slot. A command that cannot start raises SpawnError (an OSError
 with ``errno``, ``filename`` and ``stage``); one whose spawner dies under it raises
 SpawnerDied. A command that runs and fails is data: see ``returncode``.
+
+Build-driver features on top, one module each: ``shell.split_simple_command`` (a command
+line that needs no shell), ``ShellRunner`` (runs ``sh -c`` lines with direct exec,
+synchronized output, a trace and statistics), ``TraceWriter``, ``Stats``, ``OutputSync``.
+``python3 -m spawnpool run`` runs one command per line of a file (see cli.py).
 """
 
 import os
 
 from ._spawnpool import Result, SpawnError, SpawnerDied
 from ._spawnpool import Pool as _Pool
+from .output_sync import OutputSync
+from .runner import ShellRunner
+from .stats import Stats
+from .trace import TraceWriter
 
-__all__ = ["Pool", "Result", "SpawnError", "SpawnerDied", "spawner_path"]
+__all__ = ["Pool", "Result", "SpawnError", "SpawnerDied", "spawner_path",
+           "OutputSync", "ShellRunner", "Stats", "TraceWriter"]
 
 
 def spawner_path():

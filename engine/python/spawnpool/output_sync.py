@@ -1,0 +1,100 @@
+"""Synchronized output: each command's output printed as one block when it finishes.
+
+GNU make's ``-O`` is the reference.  When this process's stdout and stderr are the same
+open file (a terminal, or ``> log 2>&1``), a command's stdout and stderr are captured
+merged in the spawner (one pipe, so the bytes keep the order the command wrote them) and
+the block goes to stdout.  Otherwise they are captured apart and written as the stdout
+block, then the stderr block, each to its own stream.
+
+Colour: a command writes into a pipe, so a tool that asks isatty() turns colour off.
+Nothing tty-like is faked (no pty, no variables exported): escape codes that a command
+writes anyway (``-fdiagnostics-color=always``) are passed through byte for byte.
+
+Thread-safe: `emit()` holds one lock per process while writing, so blocks never
+interleave with one another.
+"""
+
+import os
+import select
+import sys
+import threading
+
+__all__ = ['OutputSync', 'console_message', 'same_open_file', 'write_all']
+
+# One lock for the whole process: two OutputSync objects (a resized pool) still share the
+# console.
+_console_lock = threading.Lock()
+
+
+def same_open_file(fd_a, fd_b):
+    """Whether two descriptors refer to the same file (make compares st_dev/st_ino too)."""
+    try:
+        a, b = os.fstat(fd_a), os.fstat(fd_b)
+    except OSError:
+        return False
+    return a.st_ino == b.st_ino and a.st_dev == b.st_dev
+
+
+def write_all(fd, data):
+    """Write all of `data`, also to a descriptor someone set non-blocking."""
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view):]
+        except BlockingIOError:
+            select.select([], [fd], [])
+
+
+def console_message(text, fd=2):
+    """Write a driver message (str) whole, never in the middle of a command's block."""
+    with _console_lock:
+        _flush(sys.stdout)
+        _flush(sys.stderr)
+        try:
+            write_all(fd, text.encode(errors='surrogateescape'))
+        except BrokenPipeError:
+            pass
+
+
+class OutputSync:
+    """Says how to capture a command (`merged`) and prints its output as one block."""
+
+    def __init__(self, stdout_fd=1, stderr_fd=2):
+        self.stdout_fd = stdout_fd
+        self.stderr_fd = stderr_fd
+        #: Capture stderr into stdout (True when both go to the same file).
+        self.merged = same_open_file(stdout_fd, stderr_fd)
+
+    def run_options(self):
+        """Keyword arguments for Pool.run()."""
+        return {'capture': True, 'merge_stderr': self.merged}
+
+    def emit(self, stdout, stderr, note=None):
+        """Print one command's captured output; `note` is text for its stderr (bytes)."""
+        if note:
+            if self.merged:
+                stdout = (stdout or b'') + note
+            else:
+                stderr = (stderr or b'') + note
+        if not stdout and not stderr:
+            return
+        with _console_lock:
+            # Text the driver printed through Python's buffers (SCons' command echo) goes
+            # first, as it would have with the command writing to the same fds.
+            _flush(sys.stdout)
+            _flush(sys.stderr)
+            try:
+                if stdout:
+                    write_all(self.stdout_fd, stdout)
+                if stderr:
+                    write_all(self.stderr_fd, stderr)
+            except BrokenPipeError:
+                pass    # the reader went away; the command itself would have got EPIPE
+
+
+def _flush(stream):
+    try:
+        if stream is not None:
+            stream.flush()
+    except (OSError, ValueError):
+        pass

@@ -1,0 +1,134 @@
+"""Build statistics: what the commands cost, what the pool cost, how busy the slots were.
+
+Per command it keeps running sums and the ten longest commands (a 10-entry heap), so a
+build of any size costs constant memory.  Times come from the results (CLOCK_MONOTONIC):
+
+- command time: child start to child exit (``exited_ns - started_ns``);
+- pool overhead: from the slot taking the command to the child existing, plus from the
+  child's exit to the result in the caller's hands:
+  ``(started_ns - dispatched_ns) + (completed_ns - exited_ns)``;
+- queue wait: from submit to a free slot (``dispatched_ns - submitted_ns``), apart;
+- slot utilization: total command time / (slots x build wall), where the build wall is
+  from the first submit to the last result.
+
+Thread-safe: one lock around the sums.
+"""
+
+import heapq
+import itertools
+import threading
+
+__all__ = ['Stats']
+
+_LONGEST = 10
+
+
+class Stats:
+    def __init__(self, slots=0):
+        self._lock = threading.Lock()
+        self.slots = slots          # the most slots the pool had (a resize can change it)
+        self.commands = 0           # commands recorded, started or not
+        self.failed = 0             # non-zero status, or never started
+        self.unstarted = 0
+        self.command_ns = 0
+        self.overhead_ns = 0
+        self.queue_ns = 0
+        self.first_ns = None        # earliest submit
+        self.last_ns = None         # latest completion
+        self._longest = []          # min-heap of (command_ns, seq, command)
+        self._seq = itertools.count()
+
+    def note_slots(self, slots):
+        with self._lock:
+            self.slots = max(self.slots, slots)
+
+    def add(self, result, returncode, command):
+        """Record a command that ran: `result` as Pool.run() returns it."""
+        wall = result.exited_ns - result.started_ns
+        entry = (wall, next(self._seq), command)
+        with self._lock:
+            self.commands += 1
+            if returncode != 0:
+                self.failed += 1
+            self.command_ns += wall
+            self.overhead_ns += ((result.started_ns - result.dispatched_ns)
+                                 + (result.completed_ns - result.exited_ns))
+            self.queue_ns += result.dispatched_ns - result.submitted_ns
+            self._span(result.submitted_ns, result.completed_ns)
+            if len(self._longest) < _LONGEST:
+                heapq.heappush(self._longest, entry)
+            elif wall > self._longest[0][0]:
+                heapq.heapreplace(self._longest, entry)
+
+    def add_unstarted(self, command, error, when_ns):
+        """Record a command that could not start."""
+        with self._lock:
+            self.commands += 1
+            self.failed += 1
+            self.unstarted += 1
+            self._span(when_ns, when_ns)
+
+    def longest(self):
+        """[(seconds, command)] of the longest commands, longest first."""
+        with self._lock:
+            entries = sorted(self._longest, reverse=True)
+        return [(ns / 1e9, command) for ns, _, command in entries]
+
+    def build_wall(self):
+        """Seconds from the first submit to the last result (0 before any command)."""
+        if self.first_ns is None:
+            return 0.0
+        return (self.last_ns - self.first_ns) / 1e9
+
+    def utilization(self):
+        """Share of the slots' time spent running commands, 0..1."""
+        wall = self.build_wall()
+        if wall <= 0 or self.slots <= 0:
+            return 0.0
+        return self.command_ns / 1e9 / (self.slots * wall)
+
+    def report(self, prefix='spawnpool'):
+        """The statistics as text, one line per figure."""
+        with self._lock:
+            ran = self.commands - self.unstarted
+            lines = ['%s: statistics' % prefix]
+            failed = '%d failed' % self.failed
+            if self.unstarted:
+                failed += ' (%d did not start)' % self.unstarted
+            lines.append('  commands:           %d run, %s' % (self.commands, failed))
+            lines.append('  command time:       total %s, mean %s'
+                         % (_seconds(self.command_ns), _per(self.command_ns, ran)))
+            lines.append('  pool overhead:      mean %s per command (slot to child start '
+                         '+ child exit to result)' % _per(self.overhead_ns, ran))
+            lines.append('  queue wait:         mean %s per command, total %s'
+                         % (_per(self.queue_ns, ran), _seconds(self.queue_ns)))
+            lines.append('  slot utilization:   %.1f%% (%d slots, %.3f s from first submit '
+                         'to last result)' % (100 * self.utilization(), self.slots,
+                                              self.build_wall()))
+        longest = self.longest()
+        if longest:
+            lines.append('  longest commands:')
+            for seconds, command in longest:
+                lines.append('    %9.3f s  %s' % (seconds, _one_line(command)))
+        return '\n'.join(lines) + '\n'
+
+    def _span(self, start_ns, end_ns):
+        if self.first_ns is None or start_ns < self.first_ns:
+            self.first_ns = start_ns
+        if self.last_ns is None or end_ns > self.last_ns:
+            self.last_ns = end_ns
+
+
+def _seconds(ns):
+    return '%.3f s' % (ns / 1e9)
+
+
+def _per(ns, count):
+    if not count:
+        return '-'
+    return '%.3f ms' % (ns / count / 1e6)
+
+
+def _one_line(command):
+    command = command.replace('\n', ' ')
+    return command if len(command) <= 160 else command[:157] + '...'
