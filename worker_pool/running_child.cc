@@ -16,4 +16,15 @@ void RunningChild::signal_group(int sig) {
   if (pid_ > 0) kill(-pid_, sig);
 }
 
+void RunningChild::signal_group(int sig, std::uint64_t number) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (pid_ > 0 && number_ == number) kill(-pid_, sig);
+}
+
+void RunningChild::stop(int sig) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (pid_ > 0) kill(-pid_, sig);
+  stopped_ = true;
+}
+
 }  // namespace spawnpool::detail

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <mutex>
 
 namespace spawnpool::detail {
@@ -14,21 +15,35 @@ class RunningChild {
  public:
   void set(pid_t pid);
   /// Starts a command through `start` (returns its pid, or -1) with the lock held and
-  /// records the pid: a signal sent meanwhile (a cancel, Ctrl-C, the driver's death)
-  /// waits for the launch and reaches the new command instead of missing it.
+  /// records the pid as command number `number`: a signal sent meanwhile (a cancel,
+  /// Ctrl-C, the driver's death) waits for the launch and reaches the new command
+  /// instead of missing it. Returns false, starting nothing, once stop() was called.
   template <typename Start>
-  void launch(Start&& start) {
+  bool launch(std::uint64_t number, Start&& start) {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (stopped_) return false;
     const pid_t pid = start();
-    if (pid > 0) pid_ = pid;
+    if (pid > 0) {
+      pid_ = pid;
+      number_ = number;
+    }
+    return true;
   }
   void clear();
   /// Sends `sig` to the running command's process group; no-op when none runs.
   void signal_group(int sig);
+  /// As signal_group(), only if the running command is number `number`: a cancel meant
+  /// for a command that has ended never reaches the next one.
+  void signal_group(int sig, std::uint64_t number);
+  /// signal_group(), then refuses every later launch: the driver is gone, and a command
+  /// started now would outlive the spawner.
+  void stop(int sig);
 
  private:
   std::mutex mutex_;
-  pid_t pid_ = 0;  // 0 when no command runs
+  pid_t pid_ = 0;            // 0 when no command runs
+  std::uint64_t number_ = 0; // which request pid_ serves, counted from 1
+  bool stopped_ = false;
 };
 
 }  // namespace spawnpool::detail

@@ -1,6 +1,7 @@
 #include "worker_pool/slot_server.h"
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -69,6 +70,7 @@ void SlotServer::reply_failure(FailureStage stage, int error_number) {
 
 void SlotServer::serve_one() {
   received_ns_ = monotonic_ns();
+  ++requests_;  // as the watch thread counts the driver's announcements
   std::string why;
   if (!decode_request(*slot_.request, slot_.request_payload, request_capacity_, request_,
                       why))
@@ -77,10 +79,12 @@ void SlotServer::serve_one() {
   // Under the RunningChild lock: were the driver to go during posix_spawn, the watch
   // thread would otherwise find no command to kill and leave it orphaned.
   LaunchedCommand command;
-  running_.launch([&] {
+  const bool driver_alive = running_.launch(requests_, [&] {
     command = launch_command(request_, close_extra_fds_);
     return command.pid;
   });
+  if (!driver_alive)
+    for (;;) pause();  // the driver is gone and the watch thread is ending the process
   if (command.pid < 0) return reply_failure(command.failure, command.error_number);
   started_ns_ = monotonic_ns();
   slot_.control->child_pid.store(command.pid, std::memory_order_release);

@@ -141,6 +141,12 @@ bool PoolCore::submit(const Command& command, bool blocking, Job& job) {
   slot.output = command.output;
   slot.submitted_ns = submitted_ns;
   slot.program = command.argv[0];
+  {
+    // Under mutex_, as cancel() sends: a cancel that saw the previous command running
+    // is read by the spawner before this announcement, and dropped there.
+    std::lock_guard<std::mutex> lock(mutex_);
+    announce_command(slot.spawner);
+  }
   slot.view.control->state.store(protocol::kRequest, std::memory_order_seq_cst);
   futex_wake_all(slot.view.control->state);
   job.core_ = shared_from_this();

@@ -90,4 +90,6 @@ void signal_spawner_command(const SpawnerProcess& spawner, int sig) {
     send(spawner.lifeline_fd, &byte, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
+void announce_command(const SpawnerProcess& spawner) { signal_spawner_command(spawner, 0); }
+
 }  // namespace spawnpool::detail

@@ -26,4 +26,9 @@ void release_spawner(SpawnerProcess& spawner);
 /// Sends "signal your command with `sig`" to the spawner; never blocks, never SIGPIPE.
 void signal_spawner_command(const SpawnerProcess& spawner, int sig);
 
+/// Tells the spawner a new request follows, so that signals sent after this go to its
+/// command only and earlier ones never do. Call before handing the request over, under
+/// the lock that orders it with signal_spawner_command().
+void announce_command(const SpawnerProcess& spawner);
+
 }  // namespace spawnpool::detail

@@ -1,0 +1,73 @@
+"""A driver SIGKILLed in the middle of a build leaves nothing behind.
+
+Each spawner holds one end of a lifeline socket whose other end only the driver has; when
+the driver dies, however it dies, the kernel closes it, the spawner's watch thread sees
+EOF, SIGKILLs its command's process group and exits. The segment's name was unlinked at
+start, so nothing remains in /dev/shm either. Checked here with a real /usr/bin/python3
+driver whose every slot runs a command that would otherwise sleep for 1000 s (with a
+background child of its own, in the same process group).
+"""
+
+import json
+import os
+import signal
+import time
+
+import pytest
+
+from reliability_support import (SHM, descendants_of, is_running, reap, segment_mappings,
+                                 wait_until)
+
+DRIVER = r"""
+import json, sys, threading
+import spawnpool
+slots, capture = int(sys.argv[1]), sys.argv[2] == "capture"
+pool = spawnpool.Pool(slots=slots)
+
+def build():
+    try:
+        pool.run(["sh", "-c", "sleep 1000 & exec sleep 1000"], capture=capture)
+    except Exception:
+        pass
+
+for _ in range(slots if sys.argv[3] == "busy" else 0):
+    threading.Thread(target=build, daemon=True).start()
+print(json.dumps(pool.spawner_pids), flush=True)
+threading.Event().wait()
+"""
+
+
+@pytest.mark.parametrize("slots,mode,load", [(2, "capture", "busy"),
+                                             (3, "passthrough", "busy"),
+                                             (2, "capture", "idle")])
+def test_sigkilled_driver_leaves_no_process_and_no_segment(driver_process, pids, slots,
+                                                           mode, load):
+    driver = driver_process(DRIVER, slots, mode, load)
+    spawners = json.loads(driver.stdout.readline())
+    pids.add(*spawners)
+    assert len(spawners) == slots
+
+    expected = 2 * slots if load == "busy" else 0  # two sleeps per command
+    def commands():
+        return [p for s in spawners for p in descendants_of(s) if is_running(p)]
+    assert wait_until(lambda: len(commands()) == expected, timeout=10), \
+        "the commands did not all start"
+    started = commands()
+    pids.add(*started)
+    names = list(segment_mappings(driver.pid))
+    assert len(names) == 1 and segment_mappings(driver.pid)[names[0]] is True
+
+    os.kill(driver.pid, signal.SIGKILL)
+    killed_at = time.monotonic()
+    everything = spawners + started
+    gone = wait_until(lambda: not [p for p in everything if is_running(p)], timeout=1.0,
+                      interval=0.005)
+    elapsed = time.monotonic() - killed_at
+    survivors = [p for p in everything if is_running(p)]
+    assert gone, f"still running {elapsed:.2f} s after the driver's SIGKILL: {survivors}"
+    driver.wait(timeout=5)
+    # They were re-parented to this test (the subreaper): reap them by pid.
+    for pid in everything:
+        reap(pid, timeout=2)
+    assert not os.path.exists(os.path.join(SHM, names[0]))
+    print(f"all {len(everything)} processes gone {elapsed * 1000:.0f} ms after SIGKILL")
