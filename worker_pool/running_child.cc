@@ -18,7 +18,12 @@ void RunningChild::signal_group(int sig) {
 
 void RunningChild::signal_group(int sig, std::uint64_t number) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (pid_ > 0 && number_ == number) kill(-pid_, sig);
+  if (number > number_) {
+    pending_number_ = number;
+    pending_signal_ = sig;
+  } else if (pid_ > 0 && number_ == number) {
+    kill(-pid_, sig);
+  }
 }
 
 void RunningChild::stop(int sig) {

@@ -4,6 +4,7 @@
 // process group: until the reap, the zombie leader keeps its group id reserved.
 #pragma once
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -26,6 +27,7 @@ class RunningChild {
     if (pid > 0) {
       pid_ = pid;
       number_ = number;
+      if (pending_number_ == number) kill(-pid, pending_signal_);
     }
     return true;
   }
@@ -33,7 +35,8 @@ class RunningChild {
   /// Sends `sig` to the running command's process group; no-op when none runs.
   void signal_group(int sig);
   /// As signal_group(), only if the running command is number `number`: a cancel meant
-  /// for a command that has ended never reaches the next one.
+  /// for a command that has ended never reaches the next one, and one for a command not
+  /// launched yet is delivered by launch().
   void signal_group(int sig, std::uint64_t number);
   /// signal_group(), then refuses every later launch: the driver is gone, and a command
   /// started now would outlive the spawner.
@@ -43,6 +46,8 @@ class RunningChild {
   std::mutex mutex_;
   pid_t pid_ = 0;            // 0 when no command runs
   std::uint64_t number_ = 0; // which request pid_ serves, counted from 1
+  std::uint64_t pending_number_ = 0;  // a request cancelled before its launch, or 0
+  int pending_signal_ = 0;
   bool stopped_ = false;
 };
 

@@ -143,11 +143,12 @@ bool PoolCore::submit(const Command& command, bool blocking, Job& job) {
   slot.program = command.argv[0];
   {
     // Under mutex_, as cancel() sends: a cancel that saw the previous command running
-    // is read by the spawner before this announcement, and dropped there.
+    // is read by the spawner before this announcement, and dropped there; one sent from
+    // now on finds the request in flight and is meant for this command.
     std::lock_guard<std::mutex> lock(mutex_);
     announce_command(slot.spawner);
+    slot.view.control->state.store(protocol::kRequest, std::memory_order_seq_cst);
   }
-  slot.view.control->state.store(protocol::kRequest, std::memory_order_seq_cst);
   futex_wake_all(slot.view.control->state);
   job.core_ = shared_from_this();
   job.slot_ = index;
@@ -241,20 +242,23 @@ void PoolCore::fail_slot_protocol(int index) {
   spawner_changed_.wait(lock, [&] { return slot.dead.load() || stop_monitor_; });
 }
 
-// Only while the command runs, as cancel_all: a signal for one that has ended would be
-// read by the spawner whenever its watch thread runs, possibly under the next command.
+// While the spawner holds the request: the command runs or is about to (the spawner
+// numbers requests, so the signal reaches this command even if it starts later, and
+// never the next one). Under mutex_, which orders it after the request's announcement.
+bool PoolCore::command_in_flight(const Slot& slot) const {
+  return !slot.dead.load() && slot.view.control->state.load() == protocol::kRequest;
+}
+
 void PoolCore::cancel(int index, int sig) {
   std::lock_guard<std::mutex> lock(mutex_);
   Slot& slot = *slots_[index];
-  if (!slot.dead.load() && slot.view.control->child_pid.load() != 0)
-    signal_spawner_command(slot.spawner, sig);
+  if (command_in_flight(slot)) signal_spawner_command(slot.spawner, sig);
 }
 
 void PoolCore::cancel_all(int sig) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto& slot : slots_)
-    if (!slot->dead.load() && slot->view.control->child_pid.load() != 0)
-      signal_spawner_command(slot->spawner, sig);
+    if (command_in_flight(*slot)) signal_spawner_command(slot->spawner, sig);
 }
 
 std::vector<int> PoolCore::spawner_pids() const {

@@ -59,6 +59,7 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
                                   std::chrono::milliseconds tick_period);
   Result collect(int index, const WaitTick& tick, std::chrono::milliseconds tick_period);
   void fail_slot_protocol(int index);
+  bool command_in_flight(const Slot& slot) const;
 
   // Spawner lifetime, run on the monitor thread (and by the constructor before it starts).
   void init_spawners();

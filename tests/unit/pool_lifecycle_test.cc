@@ -71,6 +71,25 @@ TEST_CASE("cancel sends the signal to the job's command", "[pool][cancel]") {
   leaks.verify();
 }
 
+// The cancel races the launch: sent right after submit, it usually reaches the spawner
+// before the command exists, and must still end that command (not be dropped, and not
+// hit a later one).
+TEST_CASE("a cancel sent before the command started still ends it", "[pool][cancel]") {
+  LeakCheck leaks;
+  {
+    Pool pool(pool_options(1));
+    for (int round = 0; round < 20; ++round) {
+      Job job = pool.submit(helper_command("sleep_ms", {"30000"}));
+      pool.cancel(job, SIGTERM);
+      const auto start = Clock::now();
+      CHECK(pool.wait(job).returncode == -SIGTERM);
+      CHECK(Clock::now() - start < 10s);
+    }
+    CHECK(pool.run(helper_command("exit_with", {"3"})).returncode == 3);
+  }
+  leaks.verify();
+}
+
 TEST_CASE("cancel_all signals every running command", "[pool][cancel]") {
   LeakCheck leaks;
   {
