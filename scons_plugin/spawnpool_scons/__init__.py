@@ -19,6 +19,10 @@ How it hooks in (SCons 4.x, posix):
 - `SCons.Job.Jobs._setup_sig_handler` is wrapped so that SIGTERM/SIGHUP sent to SCons
   alone also cancel the running commands (they run in their own process groups).
   Ctrl-C needs nothing here: the spawners share SCons' process group and pass SIGINT on.
+- The build-feature options (output sync, trace, stats, direct exec) are build_features.py:
+  when any is in effect, each command goes through its `spawnpool.ShellRunner`.
+- The distributed-build options (compiler launcher, local slots) and make's jobserver
+  are distributed.py: when any is in effect, SPAWN commands go through its gate.
 
 Errors: a command that runs and fails is returned as stock does (exit code, -N for a
 signal).  One that cannot start raises what stock Popen raises where stock would (exec
@@ -33,6 +37,9 @@ import os
 import signal
 import sys
 import threading
+
+from . import build_features
+from . import distributed
 
 __all__ = ['enable', 'OPTION', 'generate', 'exists']
 
@@ -54,6 +61,8 @@ _resize_wanted = False      # num_jobs was set since _pool was created
 _decided = None             # None: option value may still change; True/False: final
 _given_up = False           # the pool could not start: stock spawning for good
 _atexit_registered = False
+_runner = None              # spawnpool.ShellRunner for the build-feature options, or None
+_runner_made = False        # _runner was decided (at the first pool start)
 
 # --- set once by enable() -------------------------------------------------------------
 _enabled = False
@@ -121,6 +130,8 @@ def _add_option(scons_main):
     _options_parser = lambda: scons_main.OptionsParser  # noqa: E731
     parser = scons_main.OptionsParser
     has_option = getattr(parser, 'has_option', None)
+    build_features.add_options(scons_main.AddOption, has_option)
+    distributed.setup(scons_main.AddOption, has_option, _option_on)
     if has_option is not None and has_option(OPTION):
         return                  # added by another copy of this module: AddOption twice fails
     scons_main.AddOption(OPTION, dest=_DEST, action='store_true', default=False,
@@ -253,10 +264,22 @@ def _refresh_pool_locked():
                  'using the default spawner.\n' % (OPTION, _describe(e)))
         return None
     _pool, _pool_slots = pool, slots
+    _start_features(slots)
+    distributed.start(_options_parser().values, slots)
     _register_atexit()
     if _debug:
         _console('scons: spawnpool: pool started with %d slots\n' % slots)
     return pool
+
+
+def _start_features(slots):
+    """Build the runner for the feature options once; later pools only resize it."""
+    global _runner, _runner_made
+    if not _runner_made:
+        _runner_made = True
+        _runner = build_features.runner(_options_parser().values, _spawnpool, slots)
+    elif _runner is not None and _runner.stats is not None:
+        _runner.stats.note_slots(slots)
 
 
 def _num_jobs():
@@ -299,6 +322,8 @@ def _close_at_exit():
         pool, _pool = _pool, None
     if pool is not None:
         _close(pool)
+    if _runner is not None:
+        build_features.finish(_runner)
 
 
 # --- the per-command path (keep it lean: it runs for every command of the build) --------
@@ -309,6 +334,12 @@ def _pool_exec_subprocess(l, env):
     if pool is None:
         return _stock_exec_subprocess(l, env)
     try:
+        gate = distributed.gate
+        if gate is not None:    # launcher, local slots, make jobserver: distributed.py
+            return gate.run(pool, l, env, _getcwd(), _runner)
+        runner = _runner
+        if runner is not None:
+            return runner.run(pool, l, env, _getcwd())
         return pool.run(l, env=env, cwd=_getcwd()).returncode
     except _SpawnError as e:
         return _report(e, l, None)
@@ -322,7 +353,10 @@ def _pool_exec_popen3(l, env, stdout, stderr):
     if pool is None:
         return _stock_exec_popen3(l, env, stdout, stderr)
     try:
+        runner = _runner
         if stdout is None and stderr is None:
+            if runner is not None:
+                return runner.run(pool, l, env, _getcwd())
             return pool.run(l, env=env, cwd=_getcwd()).returncode
         # One stream for both (Configure's log): merge in the spawner so that the
         # interleaving is the one the command produced, as with a shared fd.
@@ -332,6 +366,8 @@ def _pool_exec_popen3(l, env, stdout, stderr):
         return _report(e, l, stderr)
     finally:
         _checkin()
+    if runner is not None:
+        build_features.record(runner, r, r.returncode, l)
     _deliver(r.stdout, stdout, 1)
     if not merge:
         _deliver(r.stderr, stderr, 2)
