@@ -67,6 +67,7 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
   bool await_attach(Slot& slot, std::string& error);
   void monitor_loop();
   void handle_spawner_exit(Slot& slot);
+  void mark_dead(Slot& slot);
   void restart_requested_spawners();
   void wake_monitor();
 

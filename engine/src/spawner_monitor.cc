@@ -155,6 +155,13 @@ void PoolCore::handle_spawner_exit(Slot& slot) {
   // is safe to use while the command is unreaped; the window after that is tiny.
   if (const pid_t child = slot.view.control->child_pid.load(); child > 0) kill(-child, SIGKILL);
   release_spawner(slot.spawner);
+  mark_dead(slot);
+  spawner_changed_.notify_all();
+}
+
+// The dead flag first, then the state (both seq_cst): see await_driver_turn(). A waiter
+// whose turn it is not is woken with kSpawnerDead.
+void PoolCore::mark_dead(Slot& slot) {
   slot.dead.store(true, std::memory_order_seq_cst);
   auto& state = slot.view.control->state;
   std::uint32_t seen = state.load(std::memory_order_seq_cst);
@@ -162,7 +169,6 @@ void PoolCore::handle_spawner_exit(Slot& slot) {
          !state.compare_exchange_weak(seen, protocol::kSpawnerDead)) {
   }
   futex_wake_all(state);
-  spawner_changed_.notify_all();
 }
 
 void PoolCore::restart_requested_spawners() {
@@ -209,13 +215,7 @@ void PoolCore::close() {
     bool reaped = false;
     reap(slot->spawner.pid, status, reaped);
     slot->death = "the pool was closed";
-    slot->dead.store(true, std::memory_order_seq_cst);
-    auto& state = slot->view.control->state;
-    std::uint32_t seen = state.load();
-    while (protocol::is_spawner_turn(seen) &&
-           !state.compare_exchange_weak(seen, protocol::kSpawnerDead)) {
-    }
-    futex_wake_all(state);
+    mark_dead(*slot);
   }
   if (monitor_wake_fd_ >= 0) ::close(monitor_wake_fd_);
   monitor_wake_fd_ = -1;
