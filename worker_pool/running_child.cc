@@ -4,12 +4,10 @@
 
 namespace spawnpool::detail {
 
-void RunningChild::set(pid_t pid) {
+void RunningChild::clear() {
   std::lock_guard<std::mutex> lock(mutex_);
-  pid_ = pid;
+  pid_ = 0;
 }
-
-void RunningChild::clear() { set(0); }
 
 void RunningChild::signal_group(int sig) {
   std::lock_guard<std::mutex> lock(mutex_);

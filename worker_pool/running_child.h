@@ -14,7 +14,6 @@ namespace spawnpool::detail {
 
 class RunningChild {
  public:
-  void set(pid_t pid);
   /// Starts a command through `start` (returns its pid, or -1) with the lock held and
   /// records the pid as command number `number`: a signal sent meanwhile (a cancel,
   /// Ctrl-C, the driver's death) waits for the launch and reaches the new command

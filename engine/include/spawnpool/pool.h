@@ -80,7 +80,9 @@ class Pool {
   void cancel_all(int sig);
 
   /// Ends the spawners (their running commands get SIGKILL) and waits for them.
-  /// Commands in flight fail with FailureStage::kSpawner. Idempotent.
+  /// A command in flight comes back killed by SIGKILL (returncode -9) if its spawner
+  /// replied before exiting, else as a FailureStage::kSpawner failure ("the pool was
+  /// closed"). Idempotent.
   void close();
   std::size_t slots() const;
   /// Process ids of the spawners, for diagnostics and leak checks.
