@@ -8,6 +8,8 @@
 
 #include <cerrno>
 
+#include "worker_pool/protocol.h"
+
 namespace spawnpool::detail {
 namespace {
 
@@ -20,29 +22,23 @@ sigset_t forwarded_signals() {
   return set;
 }
 
-// Returns false once the driver is gone. The driver sends a 0 before each request, so
-// `announced` counts requests as the main thread does, and a signal byte read now is
-// for the command announced last, however late this thread gets to read it.
-bool handle_lifeline(int lifeline_fd, RunningChild& running, std::uint64_t& announced) {
-  unsigned char signals[16];
-  const ssize_t n = recv(lifeline_fd, signals, sizeof signals, MSG_DONTWAIT);
+// Returns false once the driver is gone. Each message names the request it is for, so
+// a cancel read late never reaches a later command (see RunningChild).
+bool handle_lifeline(int lifeline_fd, RunningChild& running) {
+  protocol::CancelMessage cancel;
+  const ssize_t n = recv(lifeline_fd, &cancel, sizeof cancel, MSG_DONTWAIT);
   if (n < 0 && (errno == EINTR || errno == EAGAIN)) return true;
   if (n <= 0) return false;
-  for (ssize_t i = 0; i < n; ++i) {
-    if (signals[i] == 0)
-      ++announced;
-    else if (signals[i] < NSIG)
-      running.signal_group(signals[i], announced);
-  }
+  if (n == sizeof cancel && cancel.signal > 0 && cancel.signal < NSIG)
+    running.signal_group(cancel.signal, cancel.number);
   return true;
 }
 
 void watch(int lifeline_fd, int signal_fd, RunningChild& running) {
-  std::uint64_t announced = 0;
   for (;;) {
     pollfd fds[2] = {{lifeline_fd, POLLIN, 0}, {signal_fd, POLLIN, 0}};
     if (poll(fds, 2, -1) < 0) continue;  // EINTR
-    if (fds[0].revents && !handle_lifeline(lifeline_fd, running, announced)) {
+    if (fds[0].revents && !handle_lifeline(lifeline_fd, running)) {
       running.stop(SIGKILL);  // no launch may slip in before _exit
       _exit(0);
     }

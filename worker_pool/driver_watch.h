@@ -1,7 +1,7 @@
 // The spawner's second thread: it watches the lifeline socket to the driver and the
 // terminal signals, and acts on the running command's process group.
-//  - a byte 0 from the driver: a request follows; a byte N: send signal N to the
-//    command of that request, if it still runs (cancel);
+//  - a CancelMessage {request number, signal} from the driver: send the signal to
+//    that request's command, now or, if it has not started yet, when it starts;
 //  - EOF or error on the lifeline: the driver is gone, so SIGKILL the command's group
 //    and exit at once (nobody is left to report to);
 //  - SIGINT/SIGTERM/SIGHUP to the spawner (it shares the driver's process group, so a

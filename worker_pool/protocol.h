@@ -18,7 +18,7 @@ inline constexpr std::uint32_t kVersion = 1;
 
 // File descriptors a spawner finds at start (see docs/architecture.md).
 inline constexpr int kSegmentFd = 3;   // the shared-memory segment
-inline constexpr int kLifelineFd = 4;  // socket to the driver: EOF = driver gone
+inline constexpr int kLifelineFd = 4;  // seqpacket socket to the driver: EOF = driver gone
 
 /// Slot states. The comment after each value says whose turn it is.
 enum SlotState : std::uint32_t {
@@ -71,8 +71,15 @@ struct RequestHeader {
   std::uint32_t flags;         // RequestFlags
   std::uint32_t argc;          // >= 1
   std::uint32_t envc;
-  std::uint32_t reserved;
+  std::uint32_t number;        // counts the slot's requests (wraps); names it in a cancel
   std::uint64_t payload_size;  // argv, env then cwd: NUL-terminated strings, back to back
+};
+
+/// What the driver sends on a spawner's lifeline (a SOCK_SEQPACKET socket: one message
+/// each) to signal the process group of the command of request `number`.
+struct CancelMessage {
+  std::uint32_t number;
+  std::int32_t signal;
 };
 
 struct ReplyHeader {

@@ -74,7 +74,7 @@ EncodeError encode_request(const RequestFields& fields, std::uint64_t arg_max,
   header->flags = fields.flags;
   header->argc = static_cast<std::uint32_t>(fields.argv->size());
   header->envc = static_cast<std::uint32_t>(fields.env->size());
-  header->reserved = 0;
+  header->number = fields.number;
   header->payload_size = size;
   return {};
 }
@@ -130,6 +130,7 @@ bool decode_request(const protocol::RequestHeader& header_in, const char* payloa
   out.argv.push_back(nullptr);
   out.envp.push_back(nullptr);
   out.flags = header.flags;
+  out.number = header.number;
   return true;
 }
 

@@ -18,6 +18,7 @@ struct RequestFields {
   const std::vector<std::string>* env;   // "NAME=value" entries, complete
   const std::string* cwd;                // empty: the spawner's own cwd
   std::uint32_t flags;                   // protocol::RequestFlags
+  std::uint32_t number;                  // the slot's request counter
 };
 
 /// Why a request could not be encoded: an errno value and a sentence for the user.
@@ -40,6 +41,7 @@ struct DecodedRequest {
   std::vector<char*> envp;  // NULL-terminated, for execve
   const char* cwd = nullptr;  // nullptr: stay in the spawner's cwd
   std::uint32_t flags = 0;
+  std::uint32_t number = 0;
 };
 
 /// Copies the request once (so a writer cannot change it under us) and validates it.

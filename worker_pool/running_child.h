@@ -19,7 +19,7 @@ class RunningChild {
   /// Ctrl-C, the driver's death) waits for the launch and reaches the new command
   /// instead of missing it. Returns false, starting nothing, once stop() was called.
   template <typename Start>
-  bool launch(std::uint64_t number, Start&& start) {
+  bool launch(std::uint32_t number, Start&& start) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (stopped_) return false;
     const pid_t pid = start();
@@ -36,7 +36,7 @@ class RunningChild {
   /// As signal_group(), only if the running command is number `number`: a cancel meant
   /// for a command that has ended never reaches the next one, and one for a command not
   /// launched yet is delivered by launch().
-  void signal_group(int sig, std::uint64_t number);
+  void signal_group(int sig, std::uint32_t number);
   /// signal_group(), then refuses every later launch: the driver is gone, and a command
   /// started now would outlive the spawner.
   void stop(int sig);
@@ -44,8 +44,8 @@ class RunningChild {
  private:
   std::mutex mutex_;
   pid_t pid_ = 0;            // 0 when no command runs
-  std::uint64_t number_ = 0; // which request pid_ serves, counted from 1
-  std::uint64_t pending_number_ = 0;  // a request cancelled before its launch, or 0
+  std::uint32_t number_ = 0; // which request pid_ serves (the driver counts from 1)
+  std::uint32_t pending_number_ = 0;  // a request cancelled before its launch, or 0
   int pending_signal_ = 0;
   bool stopped_ = false;
 };

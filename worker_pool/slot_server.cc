@@ -70,7 +70,6 @@ void SlotServer::reply_failure(FailureStage stage, int error_number) {
 
 void SlotServer::serve_one() {
   received_ns_ = monotonic_ns();
-  ++requests_;  // as the watch thread counts the driver's announcements
   std::string why;
   if (!decode_request(*slot_.request, slot_.request_payload, request_capacity_, request_,
                       why))
@@ -79,7 +78,7 @@ void SlotServer::serve_one() {
   // Under the RunningChild lock: were the driver to go during posix_spawn, the watch
   // thread would otherwise find no command to kill and leave it orphaned.
   LaunchedCommand command;
-  const bool driver_alive = running_.launch(requests_, [&] {
+  const bool driver_alive = running_.launch(request_.number, [&] {
     command = launch_command(request_, close_extra_fds_);
     return command.pid;
   });

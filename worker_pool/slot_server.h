@@ -33,7 +33,6 @@ class SlotServer {
   std::uint64_t output_capacity_;
   RunningChild& running_;
   bool close_extra_fds_;
-  std::uint64_t requests_ = 0;  // requests taken so far: the current one's number
   DecodedRequest request_;  // reused between commands to keep allocations off the path
   CommandOutcome outcome_;
   std::int64_t received_ns_ = 0;

@@ -130,7 +130,8 @@ bool PoolCore::submit(const Command& command, bool blocking, Job& job) {
       command.env ? std::vector<std::string>{} : current_environment();
   slot.cwd = working_directory(command.cwd);
   const RequestFields fields{&command.argv, command.env ? &*command.env : &inherited_env,
-                             &slot.cwd, request_flags(command.output)};
+                             &slot.cwd, request_flags(command.output),
+                             slot.request_number + 1};
   EncodeError refused = encode_request(fields, arg_max_, segment_.header().request_capacity,
                                        slot.view.request, slot.view.request_payload);
   if (refused.error_number) {
@@ -142,11 +143,9 @@ bool PoolCore::submit(const Command& command, bool blocking, Job& job) {
   slot.submitted_ns = submitted_ns;
   slot.program = command.argv[0];
   {
-    // Under mutex_, as cancel() sends: a cancel that saw the previous command running
-    // is read by the spawner before this announcement, and dropped there; one sent from
-    // now on finds the request in flight and is meant for this command.
+    // Under mutex_, as cancel() reads them: a cancel from now on names this request.
     std::lock_guard<std::mutex> lock(mutex_);
-    announce_command(slot.spawner);
+    ++slot.request_number;
     slot.view.control->state.store(protocol::kRequest, std::memory_order_seq_cst);
   }
   futex_wake_all(slot.view.control->state);
@@ -242,9 +241,8 @@ void PoolCore::fail_slot_protocol(int index) {
   spawner_changed_.wait(lock, [&] { return slot.dead.load() || stop_monitor_; });
 }
 
-// While the spawner holds the request: the command runs or is about to (the spawner
-// numbers requests, so the signal reaches this command even if it starts later, and
-// never the next one). Under mutex_, which orders it after the request's announcement.
+// While the spawner holds the request: the command runs or is about to. The cancel names
+// the request, so it reaches this command even if it starts later, and never the next.
 bool PoolCore::command_in_flight(const Slot& slot) const {
   return !slot.dead.load() && slot.view.control->state.load() == protocol::kRequest;
 }
@@ -252,13 +250,14 @@ bool PoolCore::command_in_flight(const Slot& slot) const {
 void PoolCore::cancel(int index, int sig) {
   std::lock_guard<std::mutex> lock(mutex_);
   Slot& slot = *slots_[index];
-  if (command_in_flight(slot)) signal_spawner_command(slot.spawner, sig);
+  if (command_in_flight(slot)) signal_spawner_command(slot.spawner, slot.request_number, sig);
 }
 
 void PoolCore::cancel_all(int sig) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto& slot : slots_)
-    if (command_in_flight(*slot)) signal_spawner_command(slot->spawner, sig);
+    if (command_in_flight(*slot))
+      signal_spawner_command(slot->spawner, slot->request_number, sig);
 }
 
 std::vector<int> PoolCore::spawner_pids() const {

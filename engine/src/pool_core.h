@@ -48,6 +48,7 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
     OutputMode output = OutputMode::kPassthrough;
     std::int64_t submitted_ns = 0;
     std::int64_t dispatched_ns = 0;
+    std::uint32_t request_number = 0;  // of the job in the slot; read by cancels under mutex_
     std::string program;
     std::string cwd;
   };

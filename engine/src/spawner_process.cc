@@ -57,7 +57,7 @@ int spawn(pid_t* pid, const std::string& path, int segment_fd, int lifeline_fd,
 
 SpawnerProcess launch_spawner(const std::string& path, int segment_fd, std::uint32_t slot) {
   int sockets[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sockets) != 0)
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sockets) != 0)
     fail(errno, "socketpair for a spawner lifeline");
   // Above fd 4, so the dup2 to fd 3 cannot overwrite it before it is moved to fd 4.
   const int child_end = fcntl(sockets[1], F_DUPFD_CLOEXEC, protocol::kLifelineFd + 1);
@@ -84,12 +84,10 @@ void release_spawner(SpawnerProcess& spawner) {
   spawner.lifeline_fd = spawner.pidfd = -1;
 }
 
-void signal_spawner_command(const SpawnerProcess& spawner, int sig) {
-  const unsigned char byte = static_cast<unsigned char>(sig);
+void signal_spawner_command(const SpawnerProcess& spawner, std::uint32_t request, int sig) {
+  const protocol::CancelMessage cancel{request, sig};
   if (spawner.lifeline_fd >= 0)
-    send(spawner.lifeline_fd, &byte, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+    send(spawner.lifeline_fd, &cancel, sizeof cancel, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
-
-void announce_command(const SpawnerProcess& spawner) { signal_spawner_command(spawner, 0); }
 
 }  // namespace spawnpool::detail

@@ -23,12 +23,8 @@ SpawnerProcess launch_spawner(const std::string& path, int segment_fd, std::uint
 /// The process is not reaped here.
 void release_spawner(SpawnerProcess& spawner);
 
-/// Sends "signal your command with `sig`" to the spawner; never blocks, never SIGPIPE.
-void signal_spawner_command(const SpawnerProcess& spawner, int sig);
-
-/// Tells the spawner a new request follows, so that signals sent after this go to its
-/// command only and earlier ones never do. Call before handing the request over, under
-/// the lock that orders it with signal_spawner_command().
-void announce_command(const SpawnerProcess& spawner);
+/// Asks the spawner to send `sig` to the command of request number `request` (now, or
+/// when it starts); never blocks, never SIGPIPE.
+void signal_spawner_command(const SpawnerProcess& spawner, std::uint32_t request, int sig);
 
 }  // namespace spawnpool::detail

@@ -47,7 +47,7 @@ void check_round_trip(const RequestHeader& header, const DecodedRequest& r,
   std::vector<std::string> argv(r.argv.begin(), r.argv.end() - 1);
   std::vector<std::string> env(r.envp.begin(), r.envp.end() - 1);
   const std::string cwd = r.cwd ? r.cwd : "";
-  const spawnpool::detail::RequestFields fields{&argv, &env, &cwd, r.flags};
+  const spawnpool::detail::RequestFields fields{&argv, &env, &cwd, r.flags, r.number};
   RequestHeader again{};
   std::vector<char> out(header.payload_size);
   const auto error = spawnpool::detail::encode_request(fields, 1u << 30, out.size(), &again,

@@ -157,7 +157,7 @@ void mutated_requests(RawSlot& slot, int rounds) {
   const std::string cwd;
   protocol::RequestHeader valid{};
   std::vector<char> payload(RawSlot::kRequestCapacity);
-  const detail::RequestFields fields{&argv, &env, &cwd, protocol::kCaptureOutput};
+  const detail::RequestFields fields{&argv, &env, &cwd, protocol::kCaptureOutput, 1};
   detail::encode_request(fields, 1 << 20, payload.size(), &valid, payload.data());
 
   std::mt19937_64 random(20240611);  // fixed seed: a failure reproduces
@@ -208,7 +208,7 @@ void valid_request_runs(RawSlot& slot) {
   const std::vector<std::string> argv = {"/bin/sh", "-c", "printf ok; printf err >&2; exit 7"};
   const std::vector<std::string> env = {"PATH=/usr/bin:/bin"};
   const std::string cwd = "/";
-  const detail::RequestFields fields{&argv, &env, &cwd, protocol::kCaptureOutput};
+  const detail::RequestFields fields{&argv, &env, &cwd, protocol::kCaptureOutput, 1};
   const auto error = detail::encode_request(fields, 1 << 20, RawSlot::kRequestCapacity,
                                             &slot.header(), slot.payload());
   check(error.error_number == 0, "the valid request encodes");

@@ -18,6 +18,8 @@ constexpr std::uint64_t kMaxArgStrlen = 32 * 4096;  // the kernel's MAX_ARG_STRL
 
 // A slot's request area: header and payload, the payload pre-filled so that a write
 // where none should happen shows.
+constexpr std::uint32_t kNumber = 7;  // a request number the round trip must keep
+
 struct RequestArea {
   explicit RequestArea(std::uint64_t capacity) : payload(capacity, '\x5a') {
     std::memset(&header, 0xab, sizeof header);
@@ -25,7 +27,7 @@ struct RequestArea {
   EncodeError encode(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                      const std::string& cwd, std::uint32_t flags = 0,
                      std::uint64_t arg_max = kArgMax) {
-    const RequestFields fields{&argv, &env, &cwd, flags};
+    const RequestFields fields{&argv, &env, &cwd, flags, kNumber};
     return encode_request(fields, arg_max, payload.size(), &header, payload.data());
   }
   bool untouched() const {
@@ -72,7 +74,7 @@ TEST_CASE("request round trip keeps argv env cwd and flags", "[codec][request]")
   CHECK(area.header.argc == argv.size());
   CHECK(area.header.envc == env.size());
   CHECK(area.header.flags == flags);
-  CHECK(area.header.reserved == 0);
+  CHECK(area.header.number == kNumber);
 
   DecodedRequest decoded;
   std::string why;
@@ -83,6 +85,7 @@ TEST_CASE("request round trip keeps argv env cwd and flags", "[codec][request]")
   REQUIRE(decoded.cwd != nullptr);
   CHECK(std::string(decoded.cwd) == "/tmp/build dir");
   CHECK(decoded.flags == flags);
+  CHECK(decoded.number == kNumber);
 
   SECTION("the decoded request is a copy the writer can no longer change") {
     std::fill(area.payload.begin(), area.payload.end(), 'X');
