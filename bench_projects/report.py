@@ -728,31 +728,22 @@ def render(spawn, build, img_rel, images, command):
                     "spawner with the request, spawner → driver with the reply) to what the "
                     "floor does. This diagnostic times the pool's round trip with no process "
                     "started (a program name not on PATH: the spawner answers at once), and "
-                    "a real command next to the floor, with the driver and the spawner left "
-                    "to the scheduler, pinned together to one vCPU, and pinned to two "
-                    "different vCPUs:", "", ho, "",
+                    "a real command next to the floor: first the pool as shipped, which pins "
+                    "the spawner to the submitting thread's CPU for each wake-up; then a "
+                    "pool without that hint (`follow_driver_cpu=False`), with the driver and "
+                    "the spawner left to the scheduler, pinned together to one vCPU, and "
+                    "pinned to two different vCPUs:", "", ho, "",
                     "A wake-up sent to another vCPU that is idle costs tens of microseconds "
                     "here: the VM boots with `cpuidle_haltpoll.force=1 "
                     "haltpoll.guest_halt_poll_ns=0`, so an idle vCPU halts at once and "
-                    "waking it takes an IPI through the host. When the driver thread and "
-                    "its spawner sit on different vCPUs, both wake-ups of a command pay "
-                    "that; on one vCPU they cost a few microseconds. The scheduler moves "
-                    "them between the two cases, which is most of the spread of the pool's "
-                    "ratio over rounds. The rest is fixed work: argument conversion, "
-                    "request encoding, the GIL release and the Result object in the "
-                    "driver (about 25–40 µs in total with the round trip, on a ~0.8–1 ms "
-                    "floor).", "",
-                    "Two ways to take the placement cost out, neither in the pool yet: the "
-                    "machine can let idle vCPUs poll briefly before halting "
-                    "(`haltpoll.guest_halt_poll_ns`, 200 µs by default, is 0 here); or the "
-                    "pool can wake its spawner where the driver thread runs: set the "
-                    "spawner's affinity to the submitting thread's CPU "
-                    "(`sched_getcpu()`) just before the futex wake, so the wake-up is "
-                    "local and the spawner runs as soon as the driver thread sleeps, and "
-                    "have the spawner restore its full affinity before `posix_spawn`, so "
-                    "the command is not pinned. Emulated from Python (pinning the spawner "
-                    "around each `run()`), this took the pool from 1.05–1.07x to "
-                    "1.02–1.06x the floor in a trial at load 6.", ""]
+                    "waking it takes an IPI through the host. That is why the pool wakes "
+                    "its spawner where the driver thread runs: just before the futex wake "
+                    "the driver sets the spawner's affinity to its own CPU "
+                    "(`sched_getcpu()`); the driver thread then sleeps, so that CPU is free "
+                    "at once, and the spawner gives the pin back before `posix_spawn`, so "
+                    "the command runs anywhere (docs/architecture.md, \"The CPU hint\"). "
+                    "The rest is fixed work: argument conversion, request encoding, the "
+                    "GIL release and the Result object in the driver.", ""]
     if build:
         d = build.data
         tree = d["tree"]

@@ -278,44 +278,53 @@ def run_interleaved(methods, batch, group, active):
 
 def run_handoff(methods, batch):
     """Diagnostic: the pool's driver<->spawner round trip alone (a command whose program
-    is not on PATH: the spawner answers without starting a process), and a real command,
-    with the driver and the spawner left to the scheduler, pinned to one CPU, and pinned
-    to two different CPUs. The floor runs pinned like the driver. On a VM whose idle vCPUs
-    halt, a wake-up sent to another (halted) vCPU costs far more than one on the waker's."""
-    cpus = sorted(os.sched_getaffinity(0))
-    spawner = methods.pool.spawner_pids[0]
-    placements = [("scheduler's choice", None, None), ("one CPU", cpus[0], cpus[0])]
-    if len(cpus) > 1:
-        placements.append(("two CPUs", cpus[0], cpus[1]))
+    is not on PATH: the spawner answers without starting a process), and a real command.
+    The pool as shipped (the driver pins the spawner to its CPU for each wake-up, see
+    docs/architecture.md "The CPU hint") runs beside a pool without that hint, with the
+    driver and the spawner left to the scheduler, pinned to one CPU, and pinned to two
+    different CPUs. The floor runs pinned like the driver. On a VM whose idle vCPUs halt,
+    a wake-up sent to another (halted) vCPU costs far more than one on the waker's."""
     import spawnpool
+    cpus = sorted(os.sched_getaffinity(0))
+    unhinted = spawnpool.Pool(slots=1, follow_driver_cpu=False)
+    placements = [("CPU hint (default)", methods.pool, None, None),
+                  ("scheduler's choice", unhinted, None, None),
+                  ("one CPU", unhinted, cpus[0], cpus[0])]
+    if len(cpus) > 1:
+        placements.append(("two CPUs", unhinted, cpus[0], cpus[1]))
     records = []
-    for name, driver_cpu, spawner_cpu in placements:
-        os.sched_setaffinity(0, set(cpus) if driver_cpu is None else {driver_cpu})
-        os.sched_setaffinity(spawner, set(cpus) if spawner_cpu is None else {spawner_cpu})
-        trips = []
-        for _ in range(batch["round_trips"]):
-            t0 = time.perf_counter()
-            try:
-                methods.pool.run(["spawn-bench-no-such-program"], env={"PATH": "/nonexistent"})
-            except spawnpool.SpawnError:
-                pass
-            trips.append(time.perf_counter() - t0)
-        # The floor server is started under the driver's affinity and inherits it.
-        floor = FloorServer(methods)
-        spawns, floors = [], []
-        for _ in range(batch["spawns"]):
-            floors.append(floor.call()[0])
-            t0 = time.perf_counter()
-            methods.pool.run(methods.argv, env=ENV)
-            spawns.append(time.perf_counter() - t0)
-        floor.close()
-        records.append({"method": "handoff", "placement": name,
-                        "round_trip_us": median(trips) * 1e6,
-                        "pool_median_us": median(spawns) * 1e6,
-                        "floor_median_us": median(floors) * 1e6,
-                        "ratio_median": median([a / b for a, b in zip(spawns, floors)])})
-    os.sched_setaffinity(0, set(cpus))
-    os.sched_setaffinity(spawner, set(cpus))
+    try:
+        for name, pool, driver_cpu, spawner_cpu in placements:
+            spawner = pool.spawner_pids[0]
+            os.sched_setaffinity(0, set(cpus) if driver_cpu is None else {driver_cpu})
+            os.sched_setaffinity(spawner, set(cpus) if spawner_cpu is None else {spawner_cpu})
+            trips = []
+            for _ in range(batch["round_trips"]):
+                t0 = time.perf_counter()
+                try:
+                    pool.run(["spawn-bench-no-such-program"], env={"PATH": "/nonexistent"})
+                except spawnpool.SpawnError:
+                    pass
+                trips.append(time.perf_counter() - t0)
+            # The floor server is started under the driver's affinity and inherits it.
+            floor = FloorServer(methods)
+            spawns, floors = [], []
+            for _ in range(batch["spawns"]):
+                floors.append(floor.call()[0])
+                t0 = time.perf_counter()
+                pool.run(methods.argv, env=ENV)
+                spawns.append(time.perf_counter() - t0)
+            floor.close()
+            os.sched_setaffinity(0, set(cpus))
+            os.sched_setaffinity(spawner, set(cpus))
+            records.append({"method": "handoff", "placement": name,
+                            "round_trip_us": median(trips) * 1e6,
+                            "pool_median_us": median(spawns) * 1e6,
+                            "floor_median_us": median(floors) * 1e6,
+                            "ratio_median": median([a / b for a, b in zip(spawns, floors)])})
+    finally:
+        os.sched_setaffinity(0, set(cpus))
+        unhinted.close()
     return records
 
 

@@ -39,7 +39,10 @@ inline bool is_spawner_turn(std::uint32_t state) {
 enum RequestFlags : std::uint32_t {
   kCaptureOutput = 1u << 0,  // stdout/stderr go to pipes and come back in the reply
   kMergeStderr = 1u << 1,    // with kCaptureOutput: stderr into the stdout stream
-  kKnownRequestFlags = kCaptureOutput | kMergeStderr,
+  // The driver pinned the spawner to its own CPU for the wake-up (worker_pool/cpu_affinity.h):
+  // the spawner restores its CPU set before it starts the command.
+  kDriverCpuPin = 1u << 2,
+  kKnownRequestFlags = kCaptureOutput | kMergeStderr | kDriverCpuPin,
 };
 
 /// Why a command produced no exit status. Values cross the process boundary.

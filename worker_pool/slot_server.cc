@@ -32,7 +32,8 @@ SlotServer::SlotServer(protocol::SlotView slot, const protocol::SegmentHeader& h
       request_capacity_(header.request_capacity),
       output_capacity_(header.output_capacity),
       running_(running),
-      close_extra_fds_(close_extra_fds) {}
+      close_extra_fds_(close_extra_fds),
+      launch_cpus_(CpuSet::of_calling_thread()) {}
 
 void SlotServer::hand_over(std::uint32_t state) {
   slot_.control->state.store(state, std::memory_order_release);
@@ -70,6 +71,8 @@ void SlotServer::reply_failure(FailureStage stage, int error_number) {
 
 void SlotServer::serve_one() {
   received_ns_ = monotonic_ns();
+  // First: the command, and any failure path, must not keep the driver's one-CPU pin.
+  if (slot_.request->flags & protocol::kDriverCpuPin) launch_cpus_.apply_to_calling_thread();
   std::string why;
   if (!decode_request(*slot_.request, slot_.request_payload, request_capacity_, request_,
                       why))

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "worker_pool/command_waiter.h"
+#include "worker_pool/cpu_affinity.h"
 #include "worker_pool/protocol.h"
 #include "worker_pool/request_codec.h"
 #include "worker_pool/running_child.h"
@@ -33,6 +34,7 @@ class SlotServer {
   std::uint64_t output_capacity_;
   RunningChild& running_;
   bool close_extra_fds_;
+  CpuSet launch_cpus_;      // the CPU set to give back after a driver's CPU pin
   DecodedRequest request_;  // reused between commands to keep allocations off the path
   CommandOutcome outcome_;
   std::int64_t received_ns_ = 0;

@@ -1,5 +1,6 @@
 #include "pool_core.h"
 
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -8,8 +9,9 @@
 #include <climits>
 #include <cstring>
 
-#include "worker_pool/monotonic_clock.h"
+#include "worker_pool/cpu_affinity.h"
 #include "worker_pool/futex.h"
+#include "worker_pool/monotonic_clock.h"
 #include "worker_pool/reply_codec.h"
 #include "worker_pool/request_codec.h"
 
@@ -146,6 +148,10 @@ bool PoolCore::submit(const Command& command, bool blocking, Job& job) {
     // Under mutex_, as cancel() reads them: a cancel from now on names this request.
     std::lock_guard<std::mutex> lock(mutex_);
     ++slot.request_number;
+    // Under mutex_ too: the monitor reaps a dead spawner under it, so the pid is ours.
+    if (options_.follow_driver_cpu && !slot.dead.load() &&
+        pin_task_to_cpu(slot.spawner.pid, sched_getcpu()))
+      slot.view.request->flags |= protocol::kDriverCpuPin;
     slot.view.control->state.store(protocol::kRequest, std::memory_order_seq_cst);
   }
   futex_wake_all(slot.view.control->state);

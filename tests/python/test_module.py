@@ -379,3 +379,35 @@ def test_spawn_cost_does_not_grow_with_driver_memory():
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-s"]))
+
+
+def _allowed_cpus(status_text):
+    for line in status_text.splitlines():
+        if line.startswith("Cpus_allowed_list:"):
+            return line.split(":", 1)[1].strip()
+    raise AssertionError("no Cpus_allowed_list in " + status_text)
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+@pytest.mark.parametrize("follow", [True, False])
+def test_commands_keep_the_spawners_cpus_whatever_the_cpu_hint(follow):
+    """The driver pins a spawner to its own CPU for the wake-up (follow_driver_cpu); the
+    command must still get the spawner's whole CPU set, and the spawner must end up with
+    it again. Here the driver thread is pinned to one CPU after the pool started."""
+    everything = os.sched_getaffinity(0)
+    with spawnpool.Pool(slots=1, follow_driver_cpu=follow) as pool:
+        spawner = pool.spawner_pids[0]
+        spawner_cpus = _allowed_cpus(pathlib.Path(f"/proc/{spawner}/status").read_text())
+        one_cpu = max(everything)
+        os.sched_setaffinity(0, {one_cpu})
+        try:
+            for _ in range(20):
+                r = pool.run(["cat", "/proc/self/status"], capture=True)
+                assert r.returncode == 0
+                assert _allowed_cpus(r.stdout.decode()) == spawner_cpus
+        finally:
+            os.sched_setaffinity(0, everything)
+        # The spawner gives the pin back before it starts a command: after its last
+        # command it holds its whole set again, whatever the hint did.
+        assert _allowed_cpus(pathlib.Path(f"/proc/{spawner}/status").read_text()) == spawner_cpus
+        assert spawner_cpus != str(one_cpu)

@@ -26,6 +26,10 @@ struct PoolOptions {
   /// Bytes of captured output a reply carries per round trip; more goes in further chunks.
   std::size_t output_chunk_bytes = 1 << 20;
   std::chrono::milliseconds start_timeout{10000};  ///< per spawner, to attach
+  /// Wake each spawner on the CPU of the thread that submits to it (the thread sleeps
+  /// while the command runs): saves a cross-CPU wake-up per hand-off. The command itself
+  /// still runs on any CPU the spawner may use. See docs/architecture.md, "The CPU hint".
+  bool follow_driver_cpu = true;
 };
 
 /// A submitted command. Move-only; wait for it with Pool::wait(). Destroying a Job that
