@@ -64,7 +64,8 @@ std::uint64_t exec_bytes(const std::vector<std::string>& argv,
 TEST_CASE("request round trip keeps argv env cwd and flags", "[codec][request]") {
   const std::uint32_t flags = GENERATE(0u, std::uint32_t{protocol::kCaptureOutput},
                                        std::uint32_t{protocol::kCaptureOutput |
-                                                     protocol::kMergeStderr});
+                                                     protocol::kMergeStderr},
+                                       std::uint32_t{protocol::kDriverCpuPin});
   const std::vector<std::string> argv = {"/usr/bin/cc", "-c", "", "a b.c", "\xff\x01 bytes"};
   const std::vector<std::string> env = {"PATH=/usr/bin", "EMPTY=", "X=a=b"};
   RequestArea area(4096);
@@ -229,7 +230,7 @@ TEST_CASE("decoder rejects malformed requests", "[codec][request][malformed]") {
     CHECK(why == "payload size out of range");
   }
   SECTION("unknown flag bits") {
-    const std::uint32_t bit = GENERATE(2u, 5u, 31u);
+    const std::uint32_t bit = GENERATE(3u, 5u, 31u);
     area.header.flags = protocol::kCaptureOutput | (1u << bit);
     CHECK_FALSE(area.decode(decoded, why));
     CHECK(why == "unknown request flags");
