@@ -730,7 +730,7 @@ def render(spawn, build, img_rel, images, command):
                     "started (a program name not on PATH: the spawner answers at once), and "
                     "a real command next to the floor: first the pool as shipped, which pins "
                     "the spawner to the submitting thread's CPU for each wake-up; then a "
-                    "pool without that hint (`follow_driver_cpu=False`), with the driver and "
+                    "pool without that hint (`same_cpu_handoff=False`), with the driver and "
                     "the spawner left to the scheduler, pinned together to one vCPU, and "
                     "pinned to two different vCPUs:", "", ho, "",
                     "A wake-up sent to another vCPU that is idle costs tens of microseconds "

@@ -286,7 +286,7 @@ def run_handoff(methods, batch):
     a wake-up sent to another (halted) vCPU costs far more than one on the waker's."""
     import spawnpool
     cpus = sorted(os.sched_getaffinity(0))
-    unhinted = spawnpool.Pool(slots=1, follow_driver_cpu=False)
+    unhinted = spawnpool.Pool(slots=1, same_cpu_handoff=False)
     placements = [("CPU hint (default)", methods.pool, None, None),
                   ("scheduler's choice", unhinted, None, None),
                   ("one CPU", unhinted, cpus[0], cpus[0])]

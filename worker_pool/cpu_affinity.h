@@ -1,18 +1,21 @@
-// The CPU hint that keeps a driver thread and its spawner on one CPU for the hand-off.
+// The CPU hints that keep each driver <-> spawner hand-off on one CPU.
 //
-// Why: a futex wake aimed at another, idle CPU costs that CPU's wake-up from halt; on a
-// VM this is a hypervisor round trip (measured here: a driver<->spawner round trip takes
-// 13-19 us on one CPU and 80-115 us across two). The driver thread goes to sleep as soon
-// as it has handed a request over, so its own CPU is the one that is free at once. The
-// driver therefore pins the sleeping spawner to its current CPU just before the wake
-// (pin_task_to_cpu), and the spawner puts its own CPU set back (CpuSet::apply_to_calling_thread)
-// before it starts the command, which inherits the spawner's CPU set and must be free to
-// run anywhere. docs/architecture.md, "The CPU hint", has the measurements.
+// Why: a futex wake aimed at another CPU that is idle costs that CPU's wake-up from
+// halt; on a VM that is a round trip through the hypervisor (measured here: a
+// driver<->spawner round trip takes 13-19 us on one CPU and 80-115 us across two). The
+// side that hands the turn over goes to sleep right after, so its own CPU is the one
+// that is free at once. Linux has no "wake and sleep" futex call that would keep the
+// woken side there (pipes' sync wake-ups still spread to idle CPUs), so the waker pins
+// the sleeper to its current CPU just before the wake (pin_task_to_cpu) and the woken
+// side puts its own CPU set back first thing (CpuSet::apply_to_calling_thread).
+// docs/architecture.md, "The CPU hint", has the protocol and the measurements.
 #pragma once
 
+#include <sched.h>
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace spawnpool::detail {
@@ -22,18 +25,24 @@ namespace spawnpool::detail {
 /// simply not given.
 bool pin_task_to_cpu(pid_t tid, int cpu);
 
-/// A thread's CPU affinity mask, of whatever size the kernel needs.
+/// A thread's CPU affinity mask, of whatever size the kernel needs. No allocation up to
+/// CPU_SETSIZE (1,024) CPUs: the driver reads one per command.
 class CpuSet {
  public:
   /// The calling thread's current mask; empty() if it cannot be read.
   static CpuSet of_calling_thread();
-  bool empty() const { return words_.empty(); }
+  bool empty() const { return size_ == 0; }
+  /// CPUs 0-63 of the set as a bitmap (bit n: CPU n).
+  std::uint64_t first_64_cpus() const;
   /// Makes this the calling thread's mask. Does not move the thread off its current
   /// CPU when that CPU is in the mask.
   bool apply_to_calling_thread() const;
 
  private:
-  std::vector<unsigned long> words_;  // cpu_set_t storage, sized like CPU_ALLOC's
+  const cpu_set_t* data() const;
+  std::size_t size_ = 0;                 // bytes of the mask; 0: unknown
+  cpu_set_t small_{};                    // the mask when it fits CPU_SETSIZE
+  std::vector<unsigned long> large_;     // the mask of a machine with more CPUs
 };
 
 }  // namespace spawnpool::detail

@@ -14,7 +14,7 @@
 namespace spawnpool::protocol {
 
 inline constexpr std::uint64_t kMagic = 0x316c6f6f706e7073;  // "spnpool1"
-inline constexpr std::uint32_t kVersion = 1;
+inline constexpr std::uint32_t kVersion = 2;
 
 // File descriptors a spawner finds at start (see docs/architecture.md).
 inline constexpr int kSegmentFd = 3;   // the shared-memory segment
@@ -39,10 +39,12 @@ inline bool is_spawner_turn(std::uint32_t state) {
 enum RequestFlags : std::uint32_t {
   kCaptureOutput = 1u << 0,  // stdout/stderr go to pipes and come back in the reply
   kMergeStderr = 1u << 1,    // with kCaptureOutput: stderr into the stdout stream
-  // The driver pinned the spawner to its own CPU for the wake-up (worker_pool/cpu_affinity.h):
-  // the spawner restores its CPU set before it starts the command.
-  kDriverCpuPin = 1u << 2,
-  kKnownRequestFlags = kCaptureOutput | kMergeStderr | kDriverCpuPin,
+  // Same-CPU hand-off (worker_pool/cpu_affinity.h): the driver pinned the spawner to its
+  // own CPU for this wake-up, and the spawner restores its CPU set before it starts the
+  // command; in turn the spawner may pin the waiting driver thread (SlotControl::
+  // waiter_tid) to its CPU before the reply's wake-up, and says so with kWaiterPinned.
+  kSameCpuHandoff = 1u << 2,
+  kKnownRequestFlags = kCaptureOutput | kMergeStderr | kSameCpuHandoff,
 };
 
 /// Why a command produced no exit status. Values cross the process boundary.
@@ -64,10 +66,22 @@ struct SegmentHeader {
 };
 
 /// The words both sides touch concurrently, each on its own cache line.
+// The control words are shared between processes: they must not hide a lock.
+static_assert(std::atomic<std::uint32_t>::is_always_lock_free &&
+              std::atomic<std::uint64_t>::is_always_lock_free);
+
 struct alignas(64) SlotControl {
   std::atomic<std::uint32_t> state;     // a SlotState; futex word
   std::atomic<std::int32_t> spawner_pid;
   std::atomic<std::int32_t> child_pid;  // running command (its own process group), 0 if none
+  // The spawner's CPU set from start-up, CPUs 0-63 (bit n: CPU n): the driver pins it
+  // only to one of these. Written once by the spawner before it attaches.
+  std::atomic<std::uint64_t> spawner_cpus;
+  // The driver thread that may sleep for this slot's reply (0: none). Written by the
+  // driver whatever the turn; read by the spawner for the same-CPU hand-off.
+  std::atomic<std::int32_t> waiter_tid;
+  // That thread's CPU set, CPUs 0-63 (bit n: CPU n); it is pinned only to one of these.
+  std::atomic<std::uint64_t> waiter_cpus;
 };
 
 struct RequestHeader {
@@ -85,11 +99,16 @@ struct CancelMessage {
   std::int32_t signal;
 };
 
+/// Reply flags.
+enum ReplyFlags : std::uint32_t {
+  kWaiterPinned = 1u << 0,  // the spawner pinned waiter_tid to its CPU: the driver restores
+};
+
 struct ReplyHeader {
   std::int32_t failure_stage;  // a FailureStage
   std::int32_t error_number;   // errno for a failure, else 0
   std::int32_t wait_status;    // as from wait4(), when the command ran
-  std::int32_t reserved;
+  std::uint32_t flags;         // ReplyFlags
   std::int64_t user_usec;
   std::int64_t system_usec;
   std::int64_t max_rss_kb;

@@ -1,5 +1,6 @@
 #include "worker_pool/slot_server.h"
 
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -50,6 +51,7 @@ std::uint32_t SlotServer::wait_for_turn() {
 
 void SlotServer::serve() {
   slot_.control->child_pid.store(0);
+  slot_.control->spawner_cpus.store(launch_cpus_.first_64_cpus());
   hand_over(protocol::kIdle);
   for (;;) {
     // A stray kNextChunk (no transfer in progress) is answered as a finished reply.
@@ -72,7 +74,8 @@ void SlotServer::reply_failure(FailureStage stage, int error_number) {
 void SlotServer::serve_one() {
   received_ns_ = monotonic_ns();
   // First: the command, and any failure path, must not keep the driver's one-CPU pin.
-  if (slot_.request->flags & protocol::kDriverCpuPin) launch_cpus_.apply_to_calling_thread();
+  same_cpu_handoff_ = slot_.request->flags & protocol::kSameCpuHandoff;
+  if (same_cpu_handoff_) launch_cpus_.apply_to_calling_thread();
   std::string why;
   if (!decode_request(*slot_.request, slot_.request_payload, request_capacity_, request_,
                       why))
@@ -108,6 +111,17 @@ void SlotServer::serve_one() {
   release_if_large(outcome_.stderr_data);
 }
 
+// The reply half of the same-CPU hand-off: the driver thread that waits for this reply
+// is pinned to this CPU, where it can run as soon as this spawner sleeps; only if the
+// thread may run here anyway (the kernel checks cpusets, not the thread's own choice).
+bool SlotServer::pin_waiter() const {
+  const pid_t waiter = slot_.control->waiter_tid.load(std::memory_order_seq_cst);
+  if (waiter <= 0) return false;
+  const int cpu = sched_getcpu();
+  const std::uint64_t allowed = slot_.control->waiter_cpus.load(std::memory_order_seq_cst);
+  return cpu >= 0 && cpu < 64 && (allowed >> cpu & 1) && pin_task_to_cpu(waiter, cpu);
+}
+
 // Output travels as stdout followed by stderr, cut into chunks of output_capacity_.
 // Loop structure: write a chunk, hand the turn to the driver, and wait until it asks
 // for the next chunk; the last chunk ends the exchange.
@@ -129,6 +143,8 @@ void SlotServer::send_reply(protocol::ReplyHeader header) {
     }
     header.chunk_offset = offset;
     header.chunk_size = size;
+    const bool pinned = offset == 0 && same_cpu_handoff_ && pin_waiter();
+    header.flags = pinned ? std::uint32_t{protocol::kWaiterPinned} : 0u;
     header.replied_ns = monotonic_ns();
     *slot_.reply = header;
     hand_over(protocol::kReply);

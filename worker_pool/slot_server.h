@@ -27,6 +27,7 @@ class SlotServer {
   // Hands the reply over; returns early if the driver sends a new request instead of
   // asking for the next chunk.
   void send_reply(protocol::ReplyHeader header);
+  bool pin_waiter() const;
   void hand_over(std::uint32_t state);
 
   protocol::SlotView slot_;
@@ -35,6 +36,7 @@ class SlotServer {
   RunningChild& running_;
   bool close_extra_fds_;
   CpuSet launch_cpus_;      // the CPU set to give back after a driver's CPU pin
+  bool same_cpu_handoff_ = false;  // the current request came with the driver's pin
   DecodedRequest request_;  // reused between commands to keep allocations off the path
   CommandOutcome outcome_;
   std::int64_t received_ns_ = 0;

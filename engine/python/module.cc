@@ -79,12 +79,12 @@ struct PyResult {
 class PyPool {
  public:
   PyPool(std::size_t slots, std::string spawner, std::size_t output_chunk_bytes,
-         bool follow_driver_cpu) {
+         bool same_cpu_handoff) {
     spawnpool::PoolOptions options;
     options.slots = slots;
     options.spawner_path = std::move(spawner);
     options.output_chunk_bytes = output_chunk_bytes;
-    options.follow_driver_cpu = follow_driver_cpu;
+    options.same_cpu_handoff = same_cpu_handoff;
     pool_ = std::make_shared<spawnpool::Pool>(options);
     slots_ = pool_->slots();
   }
@@ -204,7 +204,7 @@ PYBIND11_MODULE(_spawnpool, m) {
   py::class_<PyPool>(m, "Pool")
       .def(py::init<std::size_t, std::string, std::size_t, bool>(), py::arg("slots"),
            py::arg("spawner"), py::arg("output_chunk_bytes") = std::size_t{1} << 20,
-           py::arg("follow_driver_cpu") = true)
+           py::arg("same_cpu_handoff") = true)
       .def("run", &PyPool::run, py::arg("argv"), py::arg("env") = py::none(),
            py::arg("cwd") = py::none(), py::arg("capture") = false,
            py::arg("merge_stderr") = false)

@@ -36,6 +36,11 @@ std::vector<std::string> current_environment() {
   return env;
 }
 
+pid_t current_thread_id() {
+  thread_local const pid_t tid = gettid();
+  return tid;
+}
+
 std::string current_directory() {
   char buffer[PATH_MAX];
   return getcwd(buffer, sizeof buffer) ? buffer : "";
@@ -148,16 +153,25 @@ bool PoolCore::submit(const Command& command, bool blocking, Job& job) {
     // Under mutex_, as cancel() reads them: a cancel from now on names this request.
     std::lock_guard<std::mutex> lock(mutex_);
     ++slot.request_number;
-    // Under mutex_ too: the monitor reaps a dead spawner under it, so the pid is ours.
-    if (options_.follow_driver_cpu && !slot.dead.load() &&
-        pin_task_to_cpu(slot.spawner.pid, sched_getcpu()))
-      slot.view.request->flags |= protocol::kDriverCpuPin;
+    // The request half of the same-CPU hand-off (worker_pool/cpu_affinity.h). Under
+    // mutex_ too: the monitor reaps a dead spawner under it, so the pid is still ours.
+    slot.same_cpu_handoff = options_.same_cpu_handoff && !slot.dead.load() &&
+                            pin_spawner_here(slot);
+    if (slot.same_cpu_handoff) slot.view.request->flags |= protocol::kSameCpuHandoff;
     slot.view.control->state.store(protocol::kRequest, std::memory_order_seq_cst);
   }
   futex_wake_all(slot.view.control->state);
   job.core_ = shared_from_this();
   job.slot_ = index;
   return true;
+}
+
+// Pins the slot's spawner to this thread's CPU, if the spawner may run there anyway (the
+// kernel checks cpusets, not the spawner's own set). Under mutex_, the spawner alive.
+bool PoolCore::pin_spawner_here(Slot& slot) {
+  const int cpu = sched_getcpu();
+  const std::uint64_t allowed = slot.view.control->spawner_cpus.load(std::memory_order_relaxed);
+  return cpu >= 0 && cpu < 64 && (allowed >> cpu & 1) && pin_task_to_cpu(slot.spawner.pid, cpu);
 }
 
 // Sleeps until the spawner hands the turn back or is found dead. The dead flag is read
@@ -195,8 +209,26 @@ Result PoolCore::collect(int index, const WaitTick& tick, std::chrono::milliseco
   Result r;
   r.captured = slot.output != OutputMode::kPassthrough;
   std::uint64_t received = 0;
+  // The reply half of the same-CPU hand-off: while this thread may sleep for the first
+  // chunk, the spawner may pin it to its own CPU; the thread's own set is put back next.
+  CpuSet own_cpus;
+  if (slot.same_cpu_handoff) {
+    own_cpus = CpuSet::of_calling_thread();
+    if (!own_cpus.empty()) {
+      slot.view.control->waiter_cpus.store(own_cpus.first_64_cpus(), std::memory_order_seq_cst);
+      slot.view.control->waiter_tid.store(current_thread_id(), std::memory_order_seq_cst);
+    }
+  }
   for (;;) {
-    if (await_driver_turn(index, tick, tick_period) == protocol::kSpawnerDead) {
+    const std::uint32_t turn = await_driver_turn(index, tick, tick_period);
+    if (!own_cpus.empty()) {
+      slot.view.control->waiter_tid.store(0, std::memory_order_seq_cst);
+      // A spawner that died may have pinned us before it could say so.
+      if (turn == protocol::kSpawnerDead || (slot.view.reply->flags & protocol::kWaiterPinned))
+        own_cpus.apply_to_calling_thread();
+      own_cpus = CpuSet();
+    }
+    if (turn == protocol::kSpawnerDead) {
       std::lock_guard<std::mutex> lock(mutex_);
       r = failure(FailureStage::kSpawner, ECHILD,
                   slot.death + " while running '" + slot.program + "'");

@@ -49,11 +49,13 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
     std::int64_t submitted_ns = 0;
     std::int64_t dispatched_ns = 0;
     std::uint32_t request_number = 0;  // of the job in the slot; read by cancels under mutex_
+    bool same_cpu_handoff = false;     // the request went out with the spawner pinned
     std::string program;
     std::string cwd;
   };
 
   int acquire_slot(bool blocking, std::string& error);
+  bool pin_spawner_here(Slot& slot);
   void release_slot(int index);
   bool ensure_spawner(Slot& slot, std::string& error);
   std::uint32_t await_driver_turn(int index, const WaitTick& tick,

@@ -14,7 +14,7 @@ CAPTURE, MERGE = 1, 2
 
 
 def request(argv, env=(), cwd=b"", flags=0, argc=None, envc=None, size=None, tail=b""):
-    """RequestHeader {u32 flags, argc, envc, reserved; u64 payload_size} + payload."""
+    """RequestHeader {u32 flags, argc, envc, number; u64 payload_size} + payload."""
     payload = b"".join(s + b"\0" for s in list(argv) + list(env) + [cwd]) + tail
     header = struct.pack("<IIIIQ", flags, len(argv) if argc is None else argc,
                          len(env) if envc is None else envc, 0,

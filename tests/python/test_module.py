@@ -389,25 +389,32 @@ def _allowed_cpus(status_text):
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
-@pytest.mark.parametrize("follow", [True, False])
-def test_commands_keep_the_spawners_cpus_whatever_the_cpu_hint(follow):
-    """The driver pins a spawner to its own CPU for the wake-up (follow_driver_cpu); the
-    command must still get the spawner's whole CPU set, and the spawner must end up with
-    it again. Here the driver thread is pinned to one CPU after the pool started."""
+@pytest.mark.parametrize("handoff", [True, False])
+def test_the_same_cpu_handoff_pins_nobody_for_longer_than_a_wake_up(handoff):
+    """Each hand-off pins the side it wakes to the waker's CPU (same_cpu_handoff): the
+    spawner for the request, the waiting driver thread for the reply. Each side must get
+    its own CPU set back, and the command the spawner's whole set, with the driver thread
+    free and with it pinned to one CPU after the pool started."""
     everything = os.sched_getaffinity(0)
-    with spawnpool.Pool(slots=1, follow_driver_cpu=follow) as pool:
+    one_cpu = max(everything)
+    with spawnpool.Pool(slots=1, same_cpu_handoff=handoff) as pool:
         spawner = pool.spawner_pids[0]
         spawner_cpus = _allowed_cpus(pathlib.Path(f"/proc/{spawner}/status").read_text())
-        one_cpu = max(everything)
-        os.sched_setaffinity(0, {one_cpu})
+        assert spawner_cpus != str(one_cpu)
         try:
-            for _ in range(20):
-                r = pool.run(["cat", "/proc/self/status"], capture=True)
-                assert r.returncode == 0
-                assert _allowed_cpus(r.stdout.decode()) == spawner_cpus
+            for driver_cpus in (everything, {one_cpu}, everything):
+                os.sched_setaffinity(0, driver_cpus)
+                for _ in range(20):
+                    r = pool.run(["cat", "/proc/self/status"], capture=True)
+                    assert r.returncode == 0
+                    assert _allowed_cpus(r.stdout.decode()) == spawner_cpus
+                    assert os.sched_getaffinity(0) == driver_cpus
+                    # Failure replies take the same way back.
+                    with pytest.raises(spawnpool.SpawnError):
+                        pool.run(["spawnpool-test-no-such-program"], env={"PATH": "/nonexistent"})
+                    assert os.sched_getaffinity(0) == driver_cpus
         finally:
             os.sched_setaffinity(0, everything)
-        # The spawner gives the pin back before it starts a command: after its last
-        # command it holds its whole set again, whatever the hint did.
+        # The spawner gives the pin back before it starts a command or answers a failed
+        # one: between commands it holds its whole set again.
         assert _allowed_cpus(pathlib.Path(f"/proc/{spawner}/status").read_text()) == spawner_cpus
-        assert spawner_cpus != str(one_cpu)

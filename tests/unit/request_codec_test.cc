@@ -65,7 +65,7 @@ TEST_CASE("request round trip keeps argv env cwd and flags", "[codec][request]")
   const std::uint32_t flags = GENERATE(0u, std::uint32_t{protocol::kCaptureOutput},
                                        std::uint32_t{protocol::kCaptureOutput |
                                                      protocol::kMergeStderr},
-                                       std::uint32_t{protocol::kDriverCpuPin});
+                                       std::uint32_t{protocol::kSameCpuHandoff});
   const std::vector<std::string> argv = {"/usr/bin/cc", "-c", "", "a b.c", "\xff\x01 bytes"};
   const std::vector<std::string> env = {"PATH=/usr/bin", "EMPTY=", "X=a=b"};
   RequestArea area(4096);

@@ -26,10 +26,12 @@ struct PoolOptions {
   /// Bytes of captured output a reply carries per round trip; more goes in further chunks.
   std::size_t output_chunk_bytes = 1 << 20;
   std::chrono::milliseconds start_timeout{10000};  ///< per spawner, to attach
-  /// Wake each spawner on the CPU of the thread that submits to it (the thread sleeps
-  /// while the command runs): saves a cross-CPU wake-up per hand-off. The command itself
-  /// still runs on any CPU the spawner may use. See docs/architecture.md, "The CPU hint".
-  bool follow_driver_cpu = true;
+  /// Keep each hand-off on one CPU: the spawner is woken on the CPU of the thread that
+  /// submits to it, and the thread waiting for the reply on the spawner's CPU (each side
+  /// sleeps right after it hands over). Saves a cross-CPU wake-up per hand-off. Commands
+  /// still run on any CPU the spawner may use, and the waiting thread gets its own CPU
+  /// set back as it wakes. See docs/architecture.md, "The CPU hint".
+  bool same_cpu_handoff = true;
 };
 
 /// A submitted command. Move-only; wait for it with Pool::wait(). Destroying a Job that

@@ -48,14 +48,15 @@ class Pool(_Pool):
     cancel(sig=SIGTERM): signal the process group of every running command.
     close(): end the spawners; running commands are killed. Also on ``with`` exit.
 
-    follow_driver_cpu: wake each spawner on the submitting thread's CPU (see
-    docs/architecture.md, "The CPU hint"); False leaves placement to the scheduler.
+    same_cpu_handoff: wake each spawner on the submitting thread's CPU, and the thread
+    waiting for the reply on the spawner's (see docs/architecture.md, "The CPU hint");
+    False leaves placement to the scheduler.
     """
 
     def __init__(self, slots=None, spawner=None, output_chunk_bytes=1 << 20,
-                 follow_driver_cpu=True):
+                 same_cpu_handoff=True):
         super().__init__(slots or os.cpu_count() or 1, spawner or spawner_path(),
-                         output_chunk_bytes, follow_driver_cpu)
+                         output_chunk_bytes, same_cpu_handoff)
 
     def __enter__(self):
         return self
