@@ -279,7 +279,7 @@ def run_interleaved(methods, batch, group, active):
 def run_handoff(methods, batch):
     """Diagnostic: the pool's driver<->spawner round trip alone (a command whose program
     is not on PATH: the spawner answers without starting a process), and a real command.
-    The pool as shipped (the driver pins the spawner to its CPU for each wake-up, see
+    The pool as shipped (each hand-off pins the side it wakes to the waker's CPU, see
     docs/architecture.md "The CPU hint") runs beside a pool without that hint, with the
     driver and the spawner left to the scheduler, pinned to one CPU, and pinned to two
     different CPUs. The floor runs pinned like the driver. On a VM whose idle vCPUs halt,
@@ -287,7 +287,7 @@ def run_handoff(methods, batch):
     import spawnpool
     cpus = sorted(os.sched_getaffinity(0))
     unhinted = spawnpool.Pool(slots=1, same_cpu_handoff=False)
-    placements = [("CPU hint (default)", methods.pool, None, None),
+    placements = [("same-CPU hand-off (default)", methods.pool, None, None),
                   ("scheduler's choice", unhinted, None, None),
                   ("one CPU", unhinted, cpus[0], cpus[0])]
     if len(cpus) > 1:
