@@ -186,7 +186,9 @@ std::uint32_t PoolCore::await_driver_turn(int index, const WaitTick& tick,
     if (!protocol::is_spawner_turn(state)) return state;
     if (slot.dead.load(std::memory_order_seq_cst)) return protocol::kSpawnerDead;
     futex_wait(slot.view.control->state, state, timeout_ms);
-    if (tick)
+    // The tick is for long waits (a timeout, or a signal interrupting the sleep): a
+    // reply that has arrived returns at once, without the tick's GIL round trip.
+    if (tick && protocol::is_spawner_turn(slot.view.control->state.load(std::memory_order_seq_cst)))
       if (const int sig = tick()) cancel(index, sig);
   }
 }
