@@ -538,9 +538,8 @@ def spawn_miss_explanation(spawn):
                  + ", ".join(f"{med(v):.0f} µs with {k}" for k, v in rts.items()) +
                  " (next section). The rest is fixed work in the driver: converting "
                  "the arguments, encoding the request, releasing and taking the GIL, "
-                 "building the Result. Over rounds the pool's ratio straddles 1.10 at the "
-                 "points that miss: the rounds in which the scheduler kept the driver "
-                 "thread and the spawner on different vCPUs pushed it over.")
+                 "building the Result, and with the same-CPU hand-off its affinity calls "
+                 "(the notes under the throughput tables give that trade as measured).")
     return text
 
 
