@@ -4,21 +4,13 @@
 
 namespace spawnpool::detail {
 
-bool pin_task_to_cpu(pid_t tid, int cpu) {
-  if (cpu < 0 || tid <= 0) return false;
-  const auto index = static_cast<std::size_t>(cpu);
-  if (index < CPU_SETSIZE) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(index, &set);
-    return sched_setaffinity(tid, sizeof set, &set) == 0;
-  }
-  const std::size_t size = CPU_ALLOC_SIZE(index + 1);
-  std::vector<unsigned long> words((size + sizeof(unsigned long) - 1) / sizeof(unsigned long));
-  auto* set = reinterpret_cast<cpu_set_t*>(words.data());
-  CPU_ZERO_S(size, set);
-  CPU_SET_S(index, size, set);
-  return sched_setaffinity(tid, size, set) == 0;
+bool pin_task_to_current_cpu(pid_t tid, std::uint64_t allowed) {
+  const int cpu = sched_getcpu();
+  if (tid <= 0 || cpu < 0 || cpu >= 64 || !(allowed >> cpu & 1)) return false;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(static_cast<std::size_t>(cpu), &set);
+  return sched_setaffinity(tid, sizeof set, &set) == 0;
 }
 
 CpuSet CpuSet::of_calling_thread() {

@@ -6,7 +6,7 @@
 // side that hands the turn over goes to sleep right after, so its own CPU is the one
 // that is free at once. Linux has no "wake and sleep" futex call that would keep the
 // woken side there (pipes' sync wake-ups still spread to idle CPUs), so the waker pins
-// the sleeper to its current CPU just before the wake (pin_task_to_cpu) and the woken
+// the sleeper to its current CPU just before the wake (pin_task_to_current_cpu) and the woken
 // side puts its own CPU set back first thing (CpuSet::apply_to_calling_thread).
 // docs/architecture.md, "The CPU hint", has the protocol and the measurements.
 #pragma once
@@ -20,10 +20,11 @@
 
 namespace spawnpool::detail {
 
-/// Restricts thread `tid` (a process's pid names its main thread) to `cpu`. False when
-/// the kernel refuses (CPU outside the task's cpuset, no permission): the hint is then
-/// simply not given.
-bool pin_task_to_cpu(pid_t tid, int cpu);
+/// Restricts thread `tid` (a process's pid names its main thread) to the calling
+/// thread's current CPU, if that CPU is in `allowed`: the thread's own set as published
+/// by first_64_cpus() (the kernel checks cpusets, not a thread's own choice). False when
+/// it is not, or the kernel refuses: the hint is then simply not given.
+bool pin_task_to_current_cpu(pid_t tid, std::uint64_t allowed);
 
 /// A thread's CPU affinity mask, of whatever size the kernel needs. No allocation up to
 /// CPU_SETSIZE (1,024) CPUs: the driver reads one per command.

@@ -1,6 +1,5 @@
 #include "worker_pool/slot_server.h"
 
-#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -112,14 +111,10 @@ void SlotServer::serve_one() {
 }
 
 // The reply half of the same-CPU hand-off: the driver thread that waits for this reply
-// is pinned to this CPU, where it can run as soon as this spawner sleeps; only if the
-// thread may run here anyway (the kernel checks cpusets, not the thread's own choice).
+// is pinned to this CPU, where it can run as soon as this spawner sleeps.
 bool SlotServer::pin_waiter() const {
-  const pid_t waiter = slot_.control->waiter_tid.load(std::memory_order_seq_cst);
-  if (waiter <= 0) return false;
-  const int cpu = sched_getcpu();
-  const std::uint64_t allowed = slot_.control->waiter_cpus.load(std::memory_order_seq_cst);
-  return cpu >= 0 && cpu < 64 && (allowed >> cpu & 1) && pin_task_to_cpu(waiter, cpu);
+  return pin_task_to_current_cpu(slot_.control->waiter_tid.load(),
+                                 slot_.control->waiter_cpus.load());
 }
 
 // Output travels as stdout followed by stderr, cut into chunks of output_capacity_.

@@ -1,6 +1,5 @@
 #include "pool_core.h"
 
-#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -155,8 +154,9 @@ bool PoolCore::submit(const Command& command, bool blocking, Job& job) {
     ++slot.request_number;
     // The request half of the same-CPU hand-off (worker_pool/cpu_affinity.h). Under
     // mutex_ too: the monitor reaps a dead spawner under it, so the pid is still ours.
-    slot.same_cpu_handoff = options_.same_cpu_handoff && !slot.dead.load() &&
-                            pin_spawner_here(slot);
+    slot.same_cpu_handoff =
+        options_.same_cpu_handoff && !slot.dead.load() &&
+        pin_task_to_current_cpu(slot.spawner.pid, slot.view.control->spawner_cpus.load());
     if (slot.same_cpu_handoff) slot.view.request->flags |= protocol::kSameCpuHandoff;
     slot.view.control->state.store(protocol::kRequest, std::memory_order_seq_cst);
   }
@@ -164,14 +164,6 @@ bool PoolCore::submit(const Command& command, bool blocking, Job& job) {
   job.core_ = shared_from_this();
   job.slot_ = index;
   return true;
-}
-
-// Pins the slot's spawner to this thread's CPU, if the spawner may run there anyway (the
-// kernel checks cpusets, not the spawner's own set). Under mutex_, the spawner alive.
-bool PoolCore::pin_spawner_here(Slot& slot) {
-  const int cpu = sched_getcpu();
-  const std::uint64_t allowed = slot.view.control->spawner_cpus.load(std::memory_order_relaxed);
-  return cpu >= 0 && cpu < 64 && (allowed >> cpu & 1) && pin_task_to_cpu(slot.spawner.pid, cpu);
 }
 
 // Sleeps until the spawner hands the turn back or is found dead. The dead flag is read

@@ -55,7 +55,6 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
   };
 
   int acquire_slot(bool blocking, std::string& error);
-  bool pin_spawner_here(Slot& slot);
   void release_slot(int index);
   bool ensure_spawner(Slot& slot, std::string& error);
   std::uint32_t await_driver_turn(int index, const WaitTick& tick,
