@@ -1,8 +1,6 @@
 #include "worker_pool/command_launcher.h"
 
 #include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -10,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+
+#include "worker_pool/child_start.h"
 
 namespace spawnpool::detail {
 namespace {
@@ -100,72 +100,30 @@ struct Pipe {
   }
 };
 
-// posix_spawn attributes and file actions for one command; freed on scope exit.
-class SpawnSetup {
- public:
-  SpawnSetup() {
-    posix_spawnattr_init(&attr_);
-    posix_spawn_file_actions_init(&actions_);
-  }
-  ~SpawnSetup() {
-    posix_spawn_file_actions_destroy(&actions_);
-    posix_spawnattr_destroy(&attr_);
-  }
-  SpawnSetup(const SpawnSetup&) = delete;
-  SpawnSetup& operator=(const SpawnSetup&) = delete;
-
-  // Own process group, so the driver's terminal signals reach the command only through
-  // the spawner (which forwards them) and a group kill ends all it started. Every signal
-  // back to its default and an empty mask: both survive exec otherwise.
-  void set_child_signals_and_group() {
-    sigset_t all, none;
-    sigfillset(&all);
-    sigemptyset(&none);
-    posix_spawnattr_setsigdefault(&attr_, &all);
-    posix_spawnattr_setsigmask(&attr_, &none);
-    posix_spawnattr_setpgroup(&attr_, 0);
-    posix_spawnattr_setflags(&attr_, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK |
-                                         POSIX_SPAWN_SETPGROUP);
-  }
-  void set_fds(const DecodedRequest& request, const Pipe& out, const Pipe& err,
-               bool close_extra_fds) {
-    posix_spawn_file_actions_addopen(&actions_, 0, "/dev/null", O_RDONLY, 0);
-    if (out.write_fd >= 0) {
-      posix_spawn_file_actions_adddup2(&actions_, out.write_fd, 1);
-      posix_spawn_file_actions_adddup2(&actions_, err.write_fd >= 0 ? err.write_fd : out.write_fd,
-                                       2);
-    }
-    if (request.cwd) posix_spawn_file_actions_addchdir_np(&actions_, request.cwd);
-    // One close_range() in the child; glibc falls back to walking /proc/self/fd.
-    if (close_extra_fds) posix_spawn_file_actions_addclosefrom_np(&actions_, 3);
-  }
-  int spawn(pid_t* pid, const char* path, const DecodedRequest& request) {
-    return posix_spawn(pid, path, &actions_, &attr_, request.argv.data(),
-                       request.envp.data());
-  }
-
- private:
-  posix_spawnattr_t attr_;
-  posix_spawn_file_actions_t actions_;
-};
+// The spawner's /dev/null, the commands' stdin; opened once (again after a failure).
+int dev_null_fd() {
+  static int fd = -1;
+  if (fd < 0) fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  return fd;
+}
 
 // A tool written a moment ago may still be open for writing by a process that is
 // exiting: exec then fails with ETXTBSY for a short while. Retry briefly.
-int spawn_retrying_busy_text(SpawnSetup& setup, pid_t* pid, const char* path,
-                             const DecodedRequest& request) {
-  int rc = 0;
+ChildStart start_retrying_busy_text(const ChildSetup& setup) {
+  ChildStart started;
   for (int attempt = 0; attempt < 50; ++attempt) {
-    rc = setup.spawn(pid, path, request);
-    if (rc != ETXTBSY) return rc;
+    started = start_child(setup);
+    if (started.failure != FailureStage::kExec || started.error_number != ETXTBSY) break;
     const timespec pause{0, 2 * 1000 * 1000};
     nanosleep(&pause, nullptr);
   }
-  return rc;
+  return started;
 }
 
 }  // namespace
 
-LaunchedCommand launch_command(const DecodedRequest& request, bool close_extra_fds) {
+LaunchedCommand launch_command(const DecodedRequest& request, bool close_extra_fds,
+                               const CpuSet* child_cpus) {
   int search_error = 0;
   const std::string program = search_path(request, search_error);
   if (program.empty()) return failed_launch(request, search_error);
@@ -179,20 +137,31 @@ LaunchedCommand launch_command(const DecodedRequest& request, bool close_extra_f
     err.close_both();
     return failed(FailureStage::kSpawner, e);
   }
-  SpawnSetup setup;
-  setup.set_child_signals_and_group();
-  setup.set_fds(request, out, err, close_extra_fds);
-  pid_t pid = -1;
-  const int rc = spawn_retrying_busy_text(setup, &pid, program.c_str(), request);
+  ChildSetup setup;
+  setup.path = program.c_str();
+  setup.argv = request.argv.data();
+  setup.envp = request.envp.data();
+  setup.cwd = request.cwd;
+  setup.stdin_fd = dev_null_fd();
+  setup.stdout_fd = out.write_fd;
+  setup.stderr_fd = capture ? (merge ? out.write_fd : err.write_fd) : -1;
+  setup.close_extra_fds = close_extra_fds;
+  if (child_cpus && !child_cpus->empty()) {
+    setup.cpus = child_cpus->data();
+    setup.cpus_bytes = child_cpus->size_bytes();
+  }
+  const ChildStart started =
+      setup.stdin_fd < 0 ? ChildStart{-1, FailureStage::kSpawner, errno}
+                         : start_retrying_busy_text(setup);
   out.close_write();
   err.close_write();
-  if (rc != 0) {
+  if (started.pid < 0) {
     out.close_both();
     err.close_both();
-    return failed_launch(request, rc);
+    return failed(started.failure, started.error_number);
   }
   LaunchedCommand launched;
-  launched.pid = pid;
+  launched.pid = started.pid;
   launched.stdout_fd = out.read_fd;
   launched.stderr_fd = err.read_fd;
   return launched;

@@ -1,11 +1,12 @@
 // Starting one command from a spawner: PATH search in the command's own environment,
-// then posix_spawn with the child set up as a build tool expects (own process group,
+// then the child (child_start.h) set up as a build tool expects (own process group,
 // default signals, stdin /dev/null, no inherited fds). Called from the spawner's main
 // thread only.
 #pragma once
 
 #include <sys/types.h>
 
+#include "worker_pool/cpu_affinity.h"
 #include "worker_pool/protocol.h"
 #include "worker_pool/request_codec.h"
 
@@ -21,6 +22,8 @@ struct LaunchedCommand {
 
 /// Starts `request`. `close_extra_fds`: ask the child to close every fd >= 3
 /// (close_range); without it the spawner relies on keeping all its own fds close-on-exec.
-LaunchedCommand launch_command(const DecodedRequest& request, bool close_extra_fds);
+/// `child_cpus`: the CPU set the command gets just before exec (null: the caller's).
+LaunchedCommand launch_command(const DecodedRequest& request, bool close_extra_fds,
+                               const CpuSet* child_cpus);
 
 }  // namespace spawnpool::detail

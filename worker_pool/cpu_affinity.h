@@ -38,9 +38,11 @@ class CpuSet {
   /// Makes this the calling thread's mask. Does not move the thread off its current
   /// CPU when that CPU is in the mask.
   bool apply_to_calling_thread() const;
+  /// The mask as sched_setaffinity takes it (for a raw call in a child before exec).
+  const cpu_set_t* data() const;
+  std::size_t size_bytes() const { return size_; }
 
  private:
-  const cpu_set_t* data() const;
   std::size_t size_ = 0;                 // bytes of the mask; 0: unknown
   cpu_set_t small_{};                    // the mask when it fits CPU_SETSIZE
   std::vector<unsigned long> large_;     // the mask of a machine with more CPUs

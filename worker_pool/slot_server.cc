@@ -72,21 +72,26 @@ void SlotServer::reply_failure(FailureStage stage, int error_number) {
 
 void SlotServer::serve_one() {
   received_ns_ = monotonic_ns();
-  // First: the command, and any failure path, must not keep the driver's one-CPU pin.
+  // With the driver's one-CPU pin, the command starts on this CPU too and gets the whole
+  // set back just before exec (child_start.h says why); this process gets it back right
+  // after the launch, and before any failure reply.
   same_cpu_handoff_ = slot_.request->flags & protocol::kSameCpuHandoff;
-  if (same_cpu_handoff_) launch_cpus_.apply_to_calling_thread();
   std::string why;
   if (!decode_request(*slot_.request, slot_.request_payload, request_capacity_, request_,
-                      why))
+                      why)) {
+    give_back_launch_cpus();
     return reply_failure(FailureStage::kRequest, EINVAL);
+  }
 
-  // Under the RunningChild lock: were the driver to go during posix_spawn, the watch
+  // Under the RunningChild lock: were the driver to go during the launch, the watch
   // thread would otherwise find no command to kill and leave it orphaned.
   LaunchedCommand command;
   const bool driver_alive = running_.launch(request_.number, [&] {
-    command = launch_command(request_, close_extra_fds_);
+    command = launch_command(request_, close_extra_fds_,
+                             same_cpu_handoff_ ? &launch_cpus_ : nullptr);
     return command.pid;
   });
+  give_back_launch_cpus();
   if (!driver_alive)
     for (;;) pause();  // the driver is gone and the watch thread is ending the process
   if (command.pid < 0) return reply_failure(command.failure, command.error_number);
@@ -108,6 +113,10 @@ void SlotServer::serve_one() {
   send_reply(header);
   release_if_large(outcome_.stdout_data);
   release_if_large(outcome_.stderr_data);
+}
+
+void SlotServer::give_back_launch_cpus() const {
+  if (same_cpu_handoff_) launch_cpus_.apply_to_calling_thread();
 }
 
 // The reply half of the same-CPU hand-off: the driver thread that waits for this reply

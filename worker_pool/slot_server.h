@@ -28,6 +28,7 @@ class SlotServer {
   // asking for the next chunk.
   void send_reply(protocol::ReplyHeader header);
   bool pin_waiter() const;
+  void give_back_launch_cpus() const;
   void hand_over(std::uint32_t state);
 
   protocol::SlotView slot_;
