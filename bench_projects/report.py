@@ -532,7 +532,8 @@ def spawn_miss_explanation(spawn):
     for r in spawn.handoff:
         rts.setdefault(r["placement"], []).append(r["round_trip_us"])
     if rts:
-        text += ("Its posix_spawn is the floor's; the extra is the round trip between the "
+        text += ("It starts the program as the floor does (a vfork-style clone and exec); "
+                 "the extra is the round trip between the "
                  "driver thread and its spawner, two futex wake-ups per command. Without "
                  "any process started that round trip takes "
                  + ", ".join(f"{med(v):.0f} µs with {k}" for k, v in rts.items()) +
