@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -65,6 +66,12 @@ SPAWNPOOL_NO_SANITIZE bool move_fd(int from, int to) {
 SPAWNPOOL_NO_SANITIZE int child_main(void* raw_args) {
   ChildArgs& args = *static_cast<ChildArgs*>(raw_args);
   const ChildSetup& setup = *args.setup;
+  // First, so that no spawner death leaves the command running unseen: until the
+  // spawner has published the command's pid, the driver could not end it.
+  if (setup.parent_pid > 0) {
+    syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    if (syscall(SYS_getppid) != setup.parent_pid) syscall(SYS_exit, 127);  // already gone
+  }
   // A kernel sigaction of zeroes on every architecture: SIG_DFL, no flags, empty mask.
   // Signals are all blocked (start_child), so no handler of the parent's runs here.
   const unsigned long default_action[8] = {};

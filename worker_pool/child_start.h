@@ -13,8 +13,9 @@
 // widens its own set before exec, so the program never sees the pin.
 //
 // Between clone and exec the child makes raw system calls only (async-signal-safe, and
-// out of reach of sanitizer interceptors): it shares the spawner's memory and stack-less
-// thread state, and every signal stays blocked until its disposition is back to default.
+// out of reach of sanitizer interceptors): it shares the spawner's memory and the calling
+// thread's TLS (errno included) on a stack of its own, and every signal stays blocked
+// until its disposition is back to default.
 #pragma once
 
 #include <sched.h>
@@ -38,6 +39,7 @@ struct ChildSetup {
   bool close_extra_fds = false;       // close_range(3, ~0U) before exec
   const cpu_set_t* cpus = nullptr;    // the child's CPU set before exec, when set
   std::size_t cpus_bytes = 0;
+  pid_t parent_pid = 0;               // when set: SIGKILL the child when this process dies
 };
 
 struct ChildStart {

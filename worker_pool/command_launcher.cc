@@ -146,6 +146,7 @@ LaunchedCommand launch_command(const DecodedRequest& request, bool close_extra_f
   setup.stdout_fd = out.write_fd;
   setup.stderr_fd = capture ? (merge ? out.write_fd : err.write_fd) : -1;
   setup.close_extra_fds = close_extra_fds;
+  setup.parent_pid = getpid();
   if (child_cpus && !child_cpus->empty()) {
     setup.cpus = child_cpus->data();
     setup.cpus_bytes = child_cpus->size_bytes();

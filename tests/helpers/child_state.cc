@@ -1,8 +1,10 @@
 // child_state: prints, one "key=value" per line, what a command inherits from the
 // spawner: its ids and process group, cwd, what fd 0 is, its open fds, its blocked,
-// ignored and handled signals, and every resource limit as "soft:hard".
+// ignored and handled signals, its parent-death signal, and every resource limit as
+// "soft:hard".
 #include <dirent.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -75,6 +77,9 @@ int main() {
            const auto h = disposition(sig);
            return h != SIG_IGN && h != SIG_DFL;
          }) + "\n";
+  int parent_death_signal = -1;
+  prctl(PR_GET_PDEATHSIG, &parent_death_signal);
+  out += "pdeathsig=" + std::to_string(parent_death_signal) + "\n";
   const struct {
     const char* name;
     int resource;

@@ -92,6 +92,8 @@ TEST_CASE("a command starts in a clean state whatever the driver's", "[pool][chi
     CHECK(state.at("handled").empty());
     CHECK(state.at("stdin") == "/dev/null");
     CHECK(state.at("fds") == "0,1,2");
+    // Dies with its spawner, even one killed before it could publish the command's pid.
+    CHECK(state.at("pdeathsig") == std::to_string(SIGKILL));
   }
   leaks.verify();
 }
