@@ -146,7 +146,8 @@ LaunchedCommand launch_command(const DecodedRequest& request, bool close_extra_f
   setup.stdout_fd = out.write_fd;
   setup.stderr_fd = capture ? (merge ? out.write_fd : err.write_fd) : -1;
   setup.close_extra_fds = close_extra_fds;
-  setup.parent_pid = getpid();
+  static const pid_t spawner_pid = getpid();  // glibc no longer caches getpid()
+  setup.parent_pid = spawner_pid;
   if (child_cpus && !child_cpus->empty()) {
     setup.cpus = child_cpus->data();
     setup.cpus_bytes = child_cpus->size_bytes();

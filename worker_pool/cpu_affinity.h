@@ -7,7 +7,8 @@
 // that is free at once. Linux has no "wake and sleep" futex call that would keep the
 // woken side there (pipes' sync wake-ups still spread to idle CPUs), so the waker pins
 // the sleeper to its current CPU just before the wake (pin_task_to_current_cpu) and the woken
-// side puts its own CPU set back first thing (CpuSet::apply_to_calling_thread).
+// side puts its own CPU set back (CpuSet::apply_to_calling_thread): the driver thread at
+// once, the spawner once it has started the command on that CPU (child_start.h).
 // docs/architecture.md, "The CPU hint", has the protocol and the measurements.
 #pragma once
 

@@ -415,6 +415,6 @@ def test_the_same_cpu_handoff_pins_nobody_for_longer_than_a_wake_up(handoff):
                     assert os.sched_getaffinity(0) == driver_cpus
         finally:
             os.sched_setaffinity(0, everything)
-        # The spawner gives the pin back before it starts a command or answers a failed
-        # one: between commands it holds its whole set again.
+        # The spawner gives the pin back right after it starts a command, or before it
+        # answers a failed one: between commands it holds its whole set again.
         assert _allowed_cpus(pathlib.Path(f"/proc/{spawner}/status").read_text()) == spawner_cpus

@@ -29,8 +29,9 @@ struct PoolOptions {
   /// Keep each hand-off on one CPU: the spawner is woken on the CPU of the thread that
   /// submits to it, and the thread waiting for the reply on the spawner's CPU (each side
   /// sleeps right after it hands over). Saves a cross-CPU wake-up per hand-off. Commands
-  /// still run on any CPU the spawner may use, and the waiting thread gets its own CPU
-  /// set back as it wakes. See docs/architecture.md, "The CPU hint".
+  /// start on the submitting thread's CPU but may run on any CPU the spawner may use, and
+  /// the waiting thread gets its own CPU set back as it wakes. See docs/architecture.md,
+  /// "The CPU hint".
   bool same_cpu_handoff = true;
 };
 
