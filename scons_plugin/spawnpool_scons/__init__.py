@@ -16,7 +16,8 @@ How it hooks in (SCons 4.x, posix):
 - Whether the option is on is decided at the first spawn (its value may not be final
   when site_init.py runs: SCons re-parses the command line after reading SConscripts).
 - `SetOption('num_jobs', N)` marks the pool for a resize at the next spawn.
-- `SCons.Job.Jobs._setup_sig_handler` is wrapped so that SIGTERM/SIGHUP sent to SCons
+- `Jobs._setup_sig_handler` (`SCons.Taskmaster.Job` since 4.5, `SCons.Job` before; found
+  by `jobs_class()`) is wrapped so that SIGTERM/SIGHUP sent to SCons
   alone also cancel the running commands (they run in their own process groups).
   Ctrl-C needs nothing here: the spawners share SCons' process group and pass SIGINT on.
 - The build-feature options (output sync, trace, stats, direct exec) are build_features.py:
@@ -88,7 +89,6 @@ def enable():
     global _enabled, _debug, _posix, _stock_exec_subprocess, _stock_exec_popen3
     if _enabled:
         return
-    import SCons.Job
     import SCons.Platform.posix as posix
     import SCons.Script.Main as scons_main
     import SCons.Script.SConsOptions as scons_options
@@ -112,7 +112,24 @@ def enable():
     _install()
     setattr(posix, _MARK, True)
     _hook_set_option(scons_options.SConsValues)
-    _hook_signals(SCons.Job.Jobs)
+    jobs = jobs_class()
+    if jobs is not None:
+        _hook_signals(jobs)
+
+
+def jobs_class():
+    """SCons' `Jobs` class (whose `_setup_sig_handler` sets the interrupt handlers), or
+    None.  Found by feature: `SCons.Taskmaster.Job` since 4.5, `SCons.Job` before."""
+    import importlib
+    for name in ('SCons.Taskmaster.Job', 'SCons.Job'):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        jobs = getattr(module, 'Jobs', None)
+        if callable(getattr(jobs, '_setup_sig_handler', None)):
+            return jobs
+    return None
 
 
 # SCons tool-module interface, so env.Tool('spawnpool_scons', toolpath=[...]) works too.

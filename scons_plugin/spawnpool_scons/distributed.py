@@ -141,9 +141,9 @@ def _hook_signals():
     """Chain SCons' SIGINT/SIGTERM/SIGHUP handlers so that commands waiting for a local
     slot or a jobserver token give up instead of starting after the interrupt (and a
     thread blocked on make's pipe does not keep SCons from finishing)."""
-    import SCons.Job
-    jobs_class = SCons.Job.Jobs
-    if getattr(jobs_class, _HOOK_MARK, False):
+    from . import jobs_class as find_jobs_class
+    jobs_class = find_jobs_class()
+    if jobs_class is None or getattr(jobs_class, _HOOK_MARK, False):
         return
     stock_setup = jobs_class._setup_sig_handler
 
