@@ -23,7 +23,7 @@
 
 #include <cstddef>
 
-#include "worker_pool/protocol.h"
+#include "worker_pool/protocol/protocol.h"
 
 namespace spawnpool::detail {
 

@@ -6,9 +6,9 @@
 
 #include <sys/types.h>
 
-#include "worker_pool/cpu_affinity.h"
-#include "worker_pool/protocol.h"
-#include "worker_pool/request_codec.h"
+#include "worker_pool/protocol/cpu_affinity.h"
+#include "worker_pool/protocol/protocol.h"
+#include "worker_pool/protocol/request_codec.h"
 
 namespace spawnpool::detail {
 

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "worker_pool/command_launcher.h"
-#include "worker_pool/futex.h"
+#include "worker_pool/protocol/futex.h"
 
 namespace spawnpool::detail {
 namespace {

@@ -5,9 +5,9 @@
 #include <cstdint>
 
 #include "worker_pool/command_waiter.h"
-#include "worker_pool/cpu_affinity.h"
-#include "worker_pool/protocol.h"
-#include "worker_pool/request_codec.h"
+#include "worker_pool/protocol/cpu_affinity.h"
+#include "worker_pool/protocol/protocol.h"
+#include "worker_pool/protocol/request_codec.h"
 #include "worker_pool/running_child.h"
 
 namespace spawnpool::detail {

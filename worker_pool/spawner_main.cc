@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "worker_pool/driver_watch.h"
-#include "worker_pool/protocol.h"
+#include "worker_pool/protocol/protocol.h"
 #include "worker_pool/slot_server.h"
 
 namespace {

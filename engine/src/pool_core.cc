@@ -8,11 +8,11 @@
 #include <climits>
 #include <cstring>
 
-#include "worker_pool/cpu_affinity.h"
-#include "worker_pool/futex.h"
-#include "worker_pool/monotonic_clock.h"
-#include "worker_pool/reply_codec.h"
-#include "worker_pool/request_codec.h"
+#include "worker_pool/protocol/cpu_affinity.h"
+#include "worker_pool/protocol/futex.h"
+#include "worker_pool/protocol/monotonic_clock.h"
+#include "worker_pool/protocol/reply_codec.h"
+#include "worker_pool/protocol/request_codec.h"
 
 extern char** environ;
 
@@ -152,7 +152,7 @@ bool PoolCore::submit(const Command& command, bool blocking, Job& job) {
     // Under mutex_, as cancel() reads them: a cancel from now on names this request.
     std::lock_guard<std::mutex> lock(mutex_);
     ++slot.request_number;
-    // The request half of the same-CPU hand-off (worker_pool/cpu_affinity.h). Under
+    // The request half of the same-CPU hand-off (worker_pool/protocol/cpu_affinity.h). Under
     // mutex_ too: the monitor reaps a dead spawner under it, so the pid is still ours.
     slot.same_cpu_handoff =
         options_.same_cpu_handoff && !slot.dead.load() &&

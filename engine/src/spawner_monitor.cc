@@ -13,8 +13,8 @@
 #include <system_error>
 
 #include "pool_core.h"
-#include "worker_pool/monotonic_clock.h"
-#include "worker_pool/futex.h"
+#include "worker_pool/protocol/monotonic_clock.h"
+#include "worker_pool/protocol/futex.h"
 
 namespace spawnpool::detail {
 namespace {

@@ -10,7 +10,7 @@
 #include <cerrno>
 #include <system_error>
 
-#include "worker_pool/protocol.h"
+#include "worker_pool/protocol/protocol.h"
 
 extern char** environ;
 

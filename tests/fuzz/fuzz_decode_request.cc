@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "worker_pool/request_codec.h"
+#include "worker_pool/protocol/request_codec.h"
 
 namespace {
 

@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 
-#include "worker_pool/reply_codec.h"
+#include "worker_pool/protocol/reply_codec.h"
 
 namespace {
 

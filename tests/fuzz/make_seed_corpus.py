@@ -2,7 +2,7 @@
 """Writes the seed corpus of the fuzz targets into tests/fuzz/corpus/<target>/.
 
 The files are committed; run this again only when the protocol's layout changes
-(worker_pool/protocol.h). Each seed is small and named after what it exercises: valid
+(worker_pool/protocol/protocol.h). Each seed is small and named after what it exercises: valid
 inputs reach the deep paths, invalid ones each stop at one check of the decoder.
 """
 

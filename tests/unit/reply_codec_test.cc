@@ -5,8 +5,8 @@
 #include <string>
 
 #include "tests/helpers/pattern.h"
-#include "worker_pool/protocol.h"
-#include "worker_pool/reply_codec.h"
+#include "worker_pool/protocol/protocol.h"
+#include "worker_pool/protocol/reply_codec.h"
 
 namespace spawnpool::detail {
 namespace {

@@ -1,4 +1,4 @@
-#include "worker_pool/reply_codec.h"
+#include "worker_pool/protocol/reply_codec.h"
 
 #include <algorithm>
 

@@ -39,7 +39,7 @@ inline bool is_spawner_turn(std::uint32_t state) {
 enum RequestFlags : std::uint32_t {
   kCaptureOutput = 1u << 0,  // stdout/stderr go to pipes and come back in the reply
   kMergeStderr = 1u << 1,    // with kCaptureOutput: stderr into the stdout stream
-  // Same-CPU hand-off (worker_pool/cpu_affinity.h): the driver pinned the spawner to its
+  // Same-CPU hand-off (worker_pool/protocol/cpu_affinity.h): the driver pinned the spawner to its
   // own CPU for this wake-up; the command starts there too, gets the spawner's CPU set
   // back just before exec, and the spawner restores its own right after the launch. In
   // turn the spawner may pin the waiting driver thread (SlotControl::waiter_tid) to its
