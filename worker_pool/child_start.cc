@@ -11,6 +11,8 @@
 
 #include <cerrno>
 
+#include "worker_pool/protocol/monotonic_clock.h"
+
 // The child's code runs on the parent's memory with the parent's thread pointer: no
 // sanitizer instrumentation there (its runtime state belongs to the suspended parent).
 #if defined(__clang__) || defined(__GNUC__)
@@ -31,7 +33,6 @@
 namespace spawnpool::detail {
 namespace {
 
-using protocol::FailureStage;
 
 constexpr std::size_t kSigsetBytes = _NSIG / 8;  // the kernel's sigset_t
 constexpr std::size_t kChildStackBytes = 64 * 1024;
@@ -160,19 +161,23 @@ ChildStart start_child(const ChildSetup& setup) {
   // put dispositions back to default: a handler of ours must never run in the child.
   const unsigned long all_signals[8] = {~0UL, ~0UL, ~0UL, ~0UL, ~0UL, ~0UL, ~0UL, ~0UL};
   unsigned long saved[8] = {};
+  const std::int64_t launch_ns = monotonic_ns();
   syscall(SYS_rt_sigprocmask, SIG_SETMASK, all_signals, saved, kSigsetBytes);
   const pid_t pid = libc_clone()(child_main, stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
   const int clone_error = errno;
   syscall(SYS_rt_sigprocmask, SIG_SETMASK, saved, nullptr, kSigsetBytes);
-  if (pid < 0) return failed(FailureStage::kSpawner, clone_error);
-  // CLONE_VFORK: the child has executed the program or exited by now.
-  if (failure.stage != FailureStage::kNone) {
+  ChildStart started;
+  if (pid < 0) {
+    started = failed(FailureStage::kSpawner, clone_error);
+  } else if (failure.stage != FailureStage::kNone) {
+    // CLONE_VFORK: the child has executed the program or exited by now.
     while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
     }
-    return failed(failure.stage, failure.error_number);
+    started = failed(failure.stage, failure.error_number);
+  } else {
+    started.pid = pid;
   }
-  ChildStart started;
-  started.pid = pid;
+  started.launch_ns = launch_ns;
   return started;
 }
 

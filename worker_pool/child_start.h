@@ -22,6 +22,7 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdint>
 
 #include "worker_pool/protocol/protocol.h"
 
@@ -44,8 +45,9 @@ struct ChildSetup {
 
 struct ChildStart {
   pid_t pid = -1;  // -1 when the child could not be started (it has been reaped)
-  protocol::FailureStage failure = protocol::FailureStage::kNone;
+  FailureStage failure = FailureStage::kNone;
   int error_number = 0;
+  std::int64_t launch_ns = 0;  // CLOCK_MONOTONIC just before the clone; 0 if none was tried
 };
 
 /// Starts `setup.path`. Returns once the child has executed the program or failed to.

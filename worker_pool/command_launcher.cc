@@ -14,7 +14,6 @@
 namespace spawnpool::detail {
 namespace {
 
-using protocol::FailureStage;
 
 const char* find_env(char* const* envp, const char* name) {
   const std::size_t n = std::strlen(name);
@@ -160,10 +159,13 @@ LaunchedCommand launch_command(const DecodedRequest& request, bool close_extra_f
   if (started.pid < 0) {
     out.close_both();
     err.close_both();
-    return failed(started.failure, started.error_number);
+    LaunchedCommand failure = failed(started.failure, started.error_number);
+    failure.launch_ns = started.launch_ns;
+    return failure;
   }
   LaunchedCommand launched;
   launched.pid = started.pid;
+  launched.launch_ns = started.launch_ns;
   launched.stdout_fd = out.read_fd;
   launched.stderr_fd = err.read_fd;
   return launched;

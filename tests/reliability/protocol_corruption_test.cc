@@ -31,7 +31,6 @@
 namespace {
 
 using namespace spawnpool;
-using protocol::FailureStage;
 
 int g_failures = 0;
 
