@@ -135,6 +135,8 @@ ChildStart failed(FailureStage stage, int error_number) {
   return out;
 }
 
+}  // namespace
+
 // The signals whose disposition is not the default here, which the child puts back (with
 // posix_spawn's SETSIGDEF that was every signal, one system call each).
 void note_signals_to_reset() {
@@ -147,8 +149,6 @@ void note_signals_to_reset() {
       g_signals_to_reset[g_signal_count++] = sig;
   }
 }
-
-}  // namespace
 
 ChildStart start_child(const ChildSetup& setup) {
   char* const stack = child_stack_top();

@@ -56,4 +56,9 @@ struct ChildStart {
 /// Not thread-safe: one caller thread per process (the spawner's main thread).
 ChildStart start_child(const ChildSetup& setup);
 
+/// Reads which signals are not at their default disposition in this process (the child
+/// resets those). start_child() does it on its first call; a caller that changes its
+/// dispositions afterwards (a test) calls it again. Same thread as start_child().
+void note_signals_to_reset();
+
 }  // namespace spawnpool::detail
