@@ -104,7 +104,11 @@ char* child_stack_top() {
     void* base = mmap(nullptr, guard + kChildStackBytes, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
     if (base == MAP_FAILED) return nullptr;
-    mprotect(base, guard, PROT_NONE);  // stacks grow down: overflow faults, not corrupts
+    // Stacks grow down: an overflow faults rather than corrupts. No guard, no launches.
+    if (mprotect(base, guard, PROT_NONE) != 0) {
+      munmap(base, guard + kChildStackBytes);
+      return nullptr;
+    }
     return static_cast<char*>(base) + guard + kChildStackBytes;
   }();
   return top;
