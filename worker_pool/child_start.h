@@ -5,12 +5,13 @@
 // Why not posix_spawn: with the same-CPU hand-off (cpu_affinity.h) the spawner runs
 // pinned to the driver thread's CPU. A command started from there stays on that CPU,
 // where the driver and the spawner are asleep, so no hand-off of the command's round trip
-// has to wake another, halted, CPU: measured side by side, 1.05-1.08x the floor per
-// command against 1.09-1.13x when the command is placed by the scheduler. But a child
-// inherits its parent's mask, and posix_spawn has no attribute to widen it; widening it
-// from the spawner after posix_spawn returns races with the program reading its own set
-// at start-up (nproc, make, ninja, lld size their parallelism by it). The child here
-// widens its own set before exec, so the program never sees the pin.
+// has to wake another, halted, CPU: measured side by side, 1.00-1.03x the floor per
+// command against 1.09-1.13x with the command placed by the scheduler (see "The CPU
+// hint" in docs/architecture.md). But a child inherits its parent's mask, and
+// posix_spawn has no attribute to widen it; widening it from the spawner after
+// posix_spawn returns races with the program reading its own set at start-up (nproc,
+// make, ninja, lld size their parallelism by it). The child here widens its own set
+// before exec, so the program never sees the pin.
 //
 // Between clone and exec the child makes raw system calls only (async-signal-safe, and
 // out of reach of sanitizer interceptors): it shares the spawner's memory and the calling

@@ -254,7 +254,7 @@ TEST_CASE("close with a command running returns promptly and kills it", "[pool][
   leaks.verify();
 }
 
-// close() at every moment of a launch, posix_spawn included: the spawner must kill the
+// close() at every moment of a launch, the clone and exec included: the spawner must kill the
 // command it is starting, not exit and leave it orphaned. The leak check finds orphans.
 TEST_CASE("close during a launch leaves no command running", "[pool][close]") {
   LeakCheck leaks;

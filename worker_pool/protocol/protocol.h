@@ -118,6 +118,9 @@ struct ReplyHeader {
   std::uint64_t chunk_size;
 };
 
+// tests/fuzz/make_seed_corpus.py packs this layout byte for byte.
+static_assert(sizeof(ReplyHeader) == 112, "ReplyHeader changed: update the fuzz seeds");
+
 /// Pointers into one slot of a mapped segment.
 struct SlotView {
   SlotControl* control;
