@@ -142,10 +142,17 @@ Result PoolCore::collect(JobState& job, const WaitTick& tick,
                          std::chrono::milliseconds tick_period) {
   Result r;
   r.captured = job.output != OutputMode::kPassthrough;
+  // The tick may ask to signal the command. One pointer captured: the std::function
+  // keeps it inline, no allocation per command.
+  struct TickCancel {
+    PoolCore* core;
+    const JobState* job;
+    const WaitTick* tick;
+  } tick_cancel{this, &job, &tick};
   std::function<void()> on_long_wait;
   if (tick)
-    on_long_wait = [&] {
-      if (const int sig = tick()) cancel(job, sig);
+    on_long_wait = [context = &tick_cancel] {
+      if (const int sig = (*context->tick)()) context->core->cancel(*context->job, sig);
     };
   const SlotChannel::Reply reply = channels_[job.slot]->collect(
       r.stdout_data, r.stderr_data, job.spawner_pinned,
