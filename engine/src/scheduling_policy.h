@@ -41,7 +41,8 @@ class SchedulingPolicy {
   virtual ~SchedulingPolicy() = default;
 
   /// A job arrives, before it is first admitted: predict it, or make it exclusive. A
-  /// try_submit that cannot start now is dropped after admit(), with no further call.
+  /// try_submit that cannot start now is then dropped (maybe without an admit() call:
+  /// a held job before it ends the walk), with no further call.
   virtual void on_submit(JobInfo& job) { (void)job; }
   /// Whether `job` may start now. Asked only while a slot is free, for queued jobs in
   /// submission order, and again at each event: a job queued or finished, and every
