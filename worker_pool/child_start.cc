@@ -11,6 +11,8 @@
 
 #include <cerrno>
 
+#include "worker_pool/protocol/monotonic_clock.h"
+
 // The child's code runs on the parent's memory with the parent's thread pointer: no
 // sanitizer instrumentation there (its runtime state belongs to the suspended parent).
 #if defined(__clang__) || defined(__GNUC__)
@@ -31,7 +33,6 @@
 namespace spawnpool::detail {
 namespace {
 
-using protocol::FailureStage;
 
 constexpr std::size_t kSigsetBytes = _NSIG / 8;  // the kernel's sigset_t
 constexpr std::size_t kChildStackBytes = 64 * 1024;
@@ -103,7 +104,11 @@ char* child_stack_top() {
     void* base = mmap(nullptr, guard + kChildStackBytes, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
     if (base == MAP_FAILED) return nullptr;
-    mprotect(base, guard, PROT_NONE);  // stacks grow down: overflow faults, not corrupts
+    // Stacks grow down: an overflow faults rather than corrupts. No guard, no launches.
+    if (mprotect(base, guard, PROT_NONE) != 0) {
+      munmap(base, guard + kChildStackBytes);
+      return nullptr;
+    }
     return static_cast<char*>(base) + guard + kChildStackBytes;
   }();
   return top;
@@ -134,6 +139,8 @@ ChildStart failed(FailureStage stage, int error_number) {
   return out;
 }
 
+}  // namespace
+
 // The signals whose disposition is not the default here, which the child puts back (with
 // posix_spawn's SETSIGDEF that was every signal, one system call each).
 void note_signals_to_reset() {
@@ -147,8 +154,6 @@ void note_signals_to_reset() {
   }
 }
 
-}  // namespace
-
 ChildStart start_child(const ChildSetup& setup) {
   char* const stack = child_stack_top();
   if (stack == nullptr) return failed(FailureStage::kSpawner, ENOMEM);
@@ -160,19 +165,23 @@ ChildStart start_child(const ChildSetup& setup) {
   // put dispositions back to default: a handler of ours must never run in the child.
   const unsigned long all_signals[8] = {~0UL, ~0UL, ~0UL, ~0UL, ~0UL, ~0UL, ~0UL, ~0UL};
   unsigned long saved[8] = {};
+  const std::int64_t launch_ns = monotonic_ns();
   syscall(SYS_rt_sigprocmask, SIG_SETMASK, all_signals, saved, kSigsetBytes);
   const pid_t pid = libc_clone()(child_main, stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
   const int clone_error = errno;
   syscall(SYS_rt_sigprocmask, SIG_SETMASK, saved, nullptr, kSigsetBytes);
-  if (pid < 0) return failed(FailureStage::kSpawner, clone_error);
-  // CLONE_VFORK: the child has executed the program or exited by now.
-  if (failure.stage != FailureStage::kNone) {
+  ChildStart started;
+  if (pid < 0) {
+    started = failed(FailureStage::kSpawner, clone_error);
+  } else if (failure.stage != FailureStage::kNone) {
+    // CLONE_VFORK: the child has executed the program or exited by now.
     while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
     }
-    return failed(failure.stage, failure.error_number);
+    started = failed(failure.stage, failure.error_number);
+  } else {
+    started.pid = pid;
   }
-  ChildStart started;
-  started.pid = pid;
+  started.launch_ns = launch_ns;
   return started;
 }
 

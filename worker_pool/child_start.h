@@ -5,12 +5,13 @@
 // Why not posix_spawn: with the same-CPU hand-off (cpu_affinity.h) the spawner runs
 // pinned to the driver thread's CPU. A command started from there stays on that CPU,
 // where the driver and the spawner are asleep, so no hand-off of the command's round trip
-// has to wake another, halted, CPU: measured side by side, 1.05-1.08x the floor per
-// command against 1.09-1.13x when the command is placed by the scheduler. But a child
-// inherits its parent's mask, and posix_spawn has no attribute to widen it; widening it
-// from the spawner after posix_spawn returns races with the program reading its own set
-// at start-up (nproc, make, ninja, lld size their parallelism by it). The child here
-// widens its own set before exec, so the program never sees the pin.
+// has to wake another, halted, CPU: measured side by side, 1.00-1.03x the floor per
+// command against 1.09-1.13x with the command placed by the scheduler (see "The CPU
+// hint" in docs/architecture.md). But a child inherits its parent's mask, and
+// posix_spawn has no attribute to widen it; widening it from the spawner after
+// posix_spawn returns races with the program reading its own set at start-up (nproc,
+// make, ninja, lld size their parallelism by it). The child here widens its own set
+// before exec, so the program never sees the pin.
 //
 // Between clone and exec the child makes raw system calls only (async-signal-safe, and
 // out of reach of sanitizer interceptors): it shares the spawner's memory and the calling
@@ -22,8 +23,9 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdint>
 
-#include "worker_pool/protocol.h"
+#include "worker_pool/protocol/protocol.h"
 
 namespace spawnpool::detail {
 
@@ -44,8 +46,9 @@ struct ChildSetup {
 
 struct ChildStart {
   pid_t pid = -1;  // -1 when the child could not be started (it has been reaped)
-  protocol::FailureStage failure = protocol::FailureStage::kNone;
+  FailureStage failure = FailureStage::kNone;
   int error_number = 0;
+  std::int64_t launch_ns = 0;  // CLOCK_MONOTONIC just before the clone; 0 if none was tried
 };
 
 /// Starts `setup.path`. Returns once the child has executed the program or failed to.
@@ -53,5 +56,10 @@ struct ChildStart {
 /// dispositions to reset are read on the first call (the spawner sets its own before).
 /// Not thread-safe: one caller thread per process (the spawner's main thread).
 ChildStart start_child(const ChildSetup& setup);
+
+/// Reads which signals are not at their default disposition in this process (the child
+/// resets those). start_child() does it on its first call; a caller that changes its
+/// dispositions afterwards (a test) calls it again. Same thread as start_child().
+void note_signals_to_reset();
 
 }  // namespace spawnpool::detail

@@ -10,51 +10,10 @@
 #include <string>
 
 #include "worker_pool/child_start.h"
+#include "worker_pool/path_search.h"
 
 namespace spawnpool::detail {
 namespace {
-
-using protocol::FailureStage;
-
-const char* find_env(char* const* envp, const char* name) {
-  const std::size_t n = std::strlen(name);
-  for (; *envp; ++envp)
-    if (std::strncmp(*envp, name, n) == 0 && (*envp)[n] == '=') return *envp + n + 1;
-  return nullptr;
-}
-
-// Resolves `path` as the child will see it: relative paths are relative to its cwd.
-std::string as_seen_from(const char* cwd, const std::string& path) {
-  if (path[0] == '/' || cwd == nullptr) return path;
-  return std::string(cwd) + "/" + path;
-}
-
-// execvp()-style search of PATH, taken from the command's environment (as Popen does),
-// not the spawner's. Returns the path to execute, or "" with `error_number` set.
-std::string search_path(const DecodedRequest& request, int& error_number) {
-  const char* name = request.argv[0];
-  if (std::strchr(name, '/')) return name;
-  const char* path = find_env(request.envp.data(), "PATH");
-  if (path == nullptr) path = "/bin:/usr/bin";  // confstr(_CS_PATH) on glibc
-  error_number = ENOENT;
-  for (const char* dir = path;; ++dir) {
-    const char* end = std::strchr(dir, ':');
-    if (end == nullptr) end = dir + std::strlen(dir);
-    std::string candidate(dir, end);
-    candidate = candidate.empty() ? name : candidate + "/" + name;
-    struct stat st;
-    const std::string seen = as_seen_from(request.cwd, candidate);
-    if (stat(seen.c_str(), &st) == 0) {
-      if (S_ISREG(st.st_mode) && faccessat(AT_FDCWD, seen.c_str(), X_OK, AT_EACCESS) == 0)
-        return candidate;
-      error_number = EACCES;  // exists but cannot run: keep looking, as execvp does
-    } else if (errno == EACCES) {
-      error_number = EACCES;
-    }
-    if (*end == '\0') return "";
-    dir = end;
-  }
-}
 
 // After a failed launch, tells whether the cwd was the cause (Popen reports the chdir
 // failure first, since the child changes directory before it executes).
@@ -125,7 +84,8 @@ ChildStart start_retrying_busy_text(const ChildSetup& setup) {
 LaunchedCommand launch_command(const DecodedRequest& request, bool close_extra_fds,
                                const CpuSet* child_cpus) {
   int search_error = 0;
-  const std::string program = search_path(request, search_error);
+  const std::string program =
+      search_path(request.argv[0], request.envp.data(), request.cwd, search_error);
   if (program.empty()) return failed_launch(request, search_error);
 
   const bool capture = request.flags & protocol::kCaptureOutput;
@@ -160,10 +120,13 @@ LaunchedCommand launch_command(const DecodedRequest& request, bool close_extra_f
   if (started.pid < 0) {
     out.close_both();
     err.close_both();
-    return failed(started.failure, started.error_number);
+    LaunchedCommand failure = failed(started.failure, started.error_number);
+    failure.launch_ns = started.launch_ns;
+    return failure;
   }
   LaunchedCommand launched;
   launched.pid = started.pid;
+  launched.launch_ns = started.launch_ns;
   launched.stdout_fd = out.read_fd;
   launched.stderr_fd = err.read_fd;
   return launched;

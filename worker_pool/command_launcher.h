@@ -6,9 +6,11 @@
 
 #include <sys/types.h>
 
-#include "worker_pool/cpu_affinity.h"
-#include "worker_pool/protocol.h"
-#include "worker_pool/request_codec.h"
+#include <cstdint>
+
+#include "worker_pool/protocol/cpu_affinity.h"
+#include "worker_pool/protocol/protocol.h"
+#include "worker_pool/protocol/request_codec.h"
 
 namespace spawnpool::detail {
 
@@ -16,8 +18,9 @@ struct LaunchedCommand {
   pid_t pid = -1;       // -1 when the launch failed
   int stdout_fd = -1;   // read ends of the capture pipes, -1 when not captured
   int stderr_fd = -1;   // -1 also when stderr is merged into stdout
-  protocol::FailureStage failure = protocol::FailureStage::kNone;
+  FailureStage failure = FailureStage::kNone;
   int error_number = 0;
+  std::int64_t launch_ns = 0;  // CLOCK_MONOTONIC just before the (last) clone; 0 if none
 };
 
 /// Starts `request`. `close_extra_fds`: ask the child to close every fd >= 3

@@ -32,8 +32,10 @@ bool read_available(int& fd, std::string& sink) {
 // outlive it (a daemonized grandchild may hold the pipe open for hours).
 void drain_without_waiting(int& fd, std::string& sink) {
   if (fd < 0) return;
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-  while (fd >= 0) {
+  // A blocking read could wait for such a writer forever: without O_NONBLOCK, take nothing.
+  const int flags = fcntl(fd, F_GETFL);
+  const bool nonblocking = flags >= 0 && fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0;
+  while (nonblocking && fd >= 0) {
     const std::size_t before = sink.size();
     if (!read_available(fd, sink) || sink.size() == before) break;
   }

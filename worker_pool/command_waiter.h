@@ -10,7 +10,7 @@
 #include <string>
 
 #include "worker_pool/command_launcher.h"
-#include "worker_pool/monotonic_clock.h"
+#include "worker_pool/protocol/monotonic_clock.h"
 #include "worker_pool/running_child.h"
 
 namespace spawnpool::detail {

@@ -7,8 +7,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <system_error>
+#include <thread>
 
-#include "worker_pool/protocol.h"
+#include "worker_pool/protocol/protocol.h"
 
 namespace spawnpool::detail {
 namespace {
@@ -50,15 +52,27 @@ void watch(int lifeline_fd, int signal_fd, RunningChild& running) {
 
 }  // namespace
 
-void block_forwarded_signals() {
+bool block_forwarded_signals() {
   const sigset_t set = forwarded_signals();
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  const int error = pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  if (error != 0) errno = error;
+  return error == 0;
 }
 
-std::thread start_driver_watch(int lifeline_fd, RunningChild& running) {
+// Without the signalfd the forwarded signals would stay blocked and never be read: a
+// spawner that cannot watch them must not serve.
+bool start_driver_watch(int lifeline_fd, RunningChild& running) {
   const sigset_t set = forwarded_signals();
   const int signal_fd = signalfd(-1, &set, SFD_CLOEXEC);
-  return std::thread(watch, lifeline_fd, signal_fd, std::ref(running));
+  if (signal_fd < 0) return false;
+  try {
+    std::thread(watch, lifeline_fd, signal_fd, std::ref(running)).detach();
+  } catch (const std::system_error& e) {
+    close(signal_fd);
+    errno = e.code().value();
+    return false;
+  }
+  return true;
 }
 
 }  // namespace spawnpool::detail

@@ -8,17 +8,16 @@
 //    Ctrl-C reaches it): forward the signal to the command, keep serving.
 #pragma once
 
-#include <thread>
-
 #include "worker_pool/running_child.h"
 
 namespace spawnpool::detail {
 
 /// Blocks SIGINT/SIGTERM/SIGHUP in the calling thread (call before starting any other
-/// thread) so they are read from a signalfd by the watch thread.
-void block_forwarded_signals();
+/// thread) so they are read from a signalfd by the watch thread. False on failure.
+bool block_forwarded_signals();
 
-/// Starts the watch thread; it runs until the process exits.
-std::thread start_driver_watch(int lifeline_fd, RunningChild& running);
+/// Starts the watch thread, detached; it runs until the process exits. False, with
+/// errno set, when its signalfd or the thread cannot be created.
+bool start_driver_watch(int lifeline_fd, RunningChild& running);
 
 }  // namespace spawnpool::detail

@@ -8,12 +8,11 @@
 #include <string>
 
 #include "worker_pool/command_launcher.h"
-#include "worker_pool/futex.h"
+#include "worker_pool/protocol/futex.h"
 
 namespace spawnpool::detail {
 namespace {
 
-using protocol::FailureStage;
 
 std::int64_t usec(const timeval& tv) { return tv.tv_sec * 1000000LL + tv.tv_usec; }
 
@@ -61,11 +60,12 @@ void SlotServer::serve() {
   }
 }
 
-void SlotServer::reply_failure(FailureStage stage, int error_number) {
+void SlotServer::reply_failure(FailureStage stage, int error_number, std::int64_t launch_ns) {
   protocol::ReplyHeader header{};
   header.failure_stage = static_cast<std::int32_t>(stage);
   header.error_number = error_number;
   header.received_ns = received_ns_;
+  header.launch_ns = launch_ns;
   header.started_ns = header.exited_ns = monotonic_ns();
   send_reply(header);
 }
@@ -80,7 +80,7 @@ void SlotServer::serve_one() {
   if (!decode_request(*slot_.request, slot_.request_payload, request_capacity_, request_,
                       why)) {
     give_back_launch_cpus();
-    return reply_failure(FailureStage::kRequest, EINVAL);
+    return reply_failure(FailureStage::kRequest, EINVAL, 0);
   }
 
   // Under the RunningChild lock: were the driver to go during the launch, the watch
@@ -94,7 +94,8 @@ void SlotServer::serve_one() {
   give_back_launch_cpus();
   if (!driver_alive)
     for (;;) pause();  // the driver is gone and the watch thread is ending the process
-  if (command.pid < 0) return reply_failure(command.failure, command.error_number);
+  if (command.pid < 0)
+    return reply_failure(command.failure, command.error_number, command.launch_ns);
   started_ns_ = monotonic_ns();
   slot_.control->child_pid.store(command.pid, std::memory_order_release);
   wait_for_command(command, running_, outcome_);
@@ -106,6 +107,7 @@ void SlotServer::serve_one() {
   header.system_usec = usec(outcome_.usage.ru_stime);
   header.max_rss_kb = outcome_.usage.ru_maxrss;
   header.received_ns = received_ns_;
+  header.launch_ns = command.launch_ns;
   header.started_ns = started_ns_;
   header.exited_ns = outcome_.exited_ns;
   header.stdout_size = outcome_.stdout_data.size();

@@ -5,9 +5,9 @@
 #include <cstdint>
 
 #include "worker_pool/command_waiter.h"
-#include "worker_pool/cpu_affinity.h"
-#include "worker_pool/protocol.h"
-#include "worker_pool/request_codec.h"
+#include "worker_pool/protocol/cpu_affinity.h"
+#include "worker_pool/protocol/protocol.h"
+#include "worker_pool/protocol/request_codec.h"
 #include "worker_pool/running_child.h"
 
 namespace spawnpool::detail {
@@ -23,7 +23,7 @@ class SlotServer {
  private:
   std::uint32_t wait_for_turn();
   void serve_one();
-  void reply_failure(protocol::FailureStage stage, int error_number);
+  void reply_failure(FailureStage stage, int error_number, std::int64_t launch_ns);
   // Hands the reply over; returns early if the driver sends a new request instead of
   // asking for the next chunk.
   void send_reply(protocol::ReplyHeader header);

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "worker_pool/driver_watch.h"
-#include "worker_pool/protocol.h"
+#include "worker_pool/protocol/protocol.h"
 #include "worker_pool/slot_server.h"
 
 namespace {
@@ -55,12 +55,14 @@ void close_inherited_fds(bool use_close_range) {
 // Signal dispositions survive exec: a driver that ignores SIGCHLD would have our
 // children reaped behind our back, and one that ignores SIGPIPE is harmless to us.
 void reset_signal_state() {
-  signal(SIGCHLD, SIG_DFL);
-  signal(SIGPIPE, SIG_IGN);  // we write only to sockets with MSG_NOSIGNAL, but be sure
+  if (signal(SIGCHLD, SIG_DFL) == SIG_ERR) die("resetting SIGCHLD");
+  // We write only to sockets with MSG_NOSIGNAL, but be sure.
+  if (signal(SIGPIPE, SIG_IGN) == SIG_ERR) die("ignoring SIGPIPE");
   sigset_t none;
   sigemptyset(&none);
-  pthread_sigmask(SIG_SETMASK, &none, nullptr);
-  detail::block_forwarded_signals();
+  if ((errno = pthread_sigmask(SIG_SETMASK, &none, nullptr)) != 0)
+    die("clearing the signal mask");
+  if (!detail::block_forwarded_signals()) die("blocking the forwarded signals");
 }
 
 struct MappedSegment {
@@ -93,7 +95,8 @@ int main(int argc, char** argv) {
   reset_signal_state();
   const bool use_close_range = close_range_works();
   close_inherited_fds(use_close_range);
-  fcntl(protocol::kLifelineFd, F_SETFD, FD_CLOEXEC);
+  // Without its lifeline a spawner would never learn that the driver is gone.
+  if (fcntl(protocol::kLifelineFd, F_SETFD, FD_CLOEXEC) != 0) die("no lifeline on fd 4");
 
   const std::uint64_t page_size = sysconf(_SC_PAGESIZE);
   const MappedSegment segment = map_segment(page_size);
@@ -108,6 +111,6 @@ int main(int argc, char** argv) {
   slot.control->spawner_pid.store(getpid());
 
   static detail::RunningChild running;
-  detail::start_driver_watch(protocol::kLifelineFd, running).detach();
+  if (!detail::start_driver_watch(protocol::kLifelineFd, running)) die("starting the watch thread");
   detail::SlotServer(slot, segment.header, running, use_close_range).serve();
 }

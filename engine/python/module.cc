@@ -58,20 +58,23 @@ struct PyResult {
   double user_time, system_time, wall_time;
   long max_rss_kb;
   int slot;
-  std::int64_t submitted_ns, dispatched_ns, started_ns, exited_ns, completed_ns;
+  std::int64_t submitted_ns, dispatched_ns, received_ns, launch_ns, started_ns, exited_ns,
+      completed_ns;
 };
 
 [[noreturn]] void raise_spawn_error(const spawnpool::Result& r, const std::string& program,
                                     const std::string& cwd) {
-  // ECHILD marks a spawner that died under the command; closing the pool is ESHUTDOWN.
-  const bool died = r.failure == spawnpool::FailureStage::kSpawner && r.error_number == ECHILD;
+  const bool died = r.failure == spawnpool::FailureStage::kSpawnerDied;
   PyObject* type = died ? g_spawner_died : g_spawn_error;
   py::object filename = py::none();
   if (r.failure == spawnpool::FailureStage::kExec) filename = py::str(program);
   if (r.failure == spawnpool::FailureStage::kChdir) filename = py::str(cwd);
   py::object error = py::reinterpret_borrow<py::object>(type)(r.error_number, r.error_message,
                                                               filename);
-  error.attr("stage") = spawnpool::stage_name(r.failure);
+  // Python keeps the one name "spawner" for the engine's own stages until the runner seam
+  // (issue 13) moves the package and its tests to "spawner_died" / "pool_closed".
+  const bool engine_stage = died || r.failure == spawnpool::FailureStage::kPoolClosed;
+  error.attr("stage") = engine_stage ? "spawner" : spawnpool::stage_name(r.failure);
   PyErr_SetObject(type, error.ptr());
   throw py::error_already_set();
 }
@@ -138,7 +141,7 @@ class PyPool {
   std::shared_ptr<spawnpool::Pool> checked_pool() {
     if (!pool_) {
       spawnpool::Result closed;
-      closed.failure = spawnpool::FailureStage::kSpawner;
+      closed.failure = spawnpool::FailureStage::kPoolClosed;
       closed.error_number = ESHUTDOWN;
       closed.error_message = "the pool is closed";
       raise_spawn_error(closed, "", "");
@@ -161,8 +164,8 @@ class PyPool {
 
   static PyResult to_python(spawnpool::Result r, spawnpool::OutputMode output) {
     PyResult out{r.returncode, py::none(), py::none(), r.user_time, r.system_time, r.wall_time,
-                 r.max_rss_kb, r.slot, r.submitted_ns, r.dispatched_ns, r.started_ns,
-                 r.exited_ns, r.completed_ns};
+                 r.max_rss_kb, r.slot, r.submitted_ns, r.dispatched_ns, r.received_ns,
+                 r.launch_ns, r.started_ns, r.exited_ns, r.completed_ns};
     if (r.captured) out.stdout_bytes = py::bytes(r.stdout_data);
     if (output == spawnpool::OutputMode::kCapture) out.stderr_bytes = py::bytes(r.stderr_data);
     return out;
@@ -194,6 +197,8 @@ PYBIND11_MODULE(_spawnpool, m) {
       .def_readonly("slot", &PyResult::slot)
       .def_readonly("submitted_ns", &PyResult::submitted_ns)
       .def_readonly("dispatched_ns", &PyResult::dispatched_ns)
+      .def_readonly("received_ns", &PyResult::received_ns)
+      .def_readonly("launch_ns", &PyResult::launch_ns)
       .def_readonly("started_ns", &PyResult::started_ns)
       .def_readonly("exited_ns", &PyResult::exited_ns)
       .def_readonly("completed_ns", &PyResult::completed_ns)

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "fifo_policy.h"
 #include "pool_core.h"
 
 namespace spawnpool {
@@ -30,38 +31,40 @@ const char* stage_name(FailureStage stage) {
     case FailureStage::kChdir: return "chdir";
     case FailureStage::kExec: return "exec";
     case FailureStage::kSpawner: return "spawner";
+    case FailureStage::kSpawnerDied: return "spawner_died";
+    case FailureStage::kPoolClosed: return "pool_closed";
   }
   return "unknown";
 }
 
-Job::Job(Job&& other) noexcept
-    : core_(std::move(other.core_)),
-      slot_(other.slot_),
-      pending_(other.pending_),
-      result_(std::move(other.result_)) {
-  other.slot_ = -1;
-  other.pending_ = false;
-}
+Job::Job() = default;
+
+Job::Job(std::shared_ptr<detail::PoolCore> core, std::unique_ptr<detail::JobState> state)
+    : core_(std::move(core)), state_(std::move(state)) {}
+
+Job::Job(Job&& other) noexcept = default;
 
 Job& Job::operator=(Job&& other) noexcept {
   if (this != &other) {
-    if (pending_ && core_) core_->wait(*this, {}, std::chrono::milliseconds(100));
+    discard();
     core_ = std::move(other.core_);
-    slot_ = other.slot_;
-    pending_ = other.pending_;
-    result_ = std::move(other.result_);
-    other.slot_ = -1;
-    other.pending_ = false;
+    state_ = std::move(other.state_);
   }
   return *this;
 }
 
-Job::~Job() {
-  if (pending_ && core_) core_->wait(*this, {}, std::chrono::milliseconds(100));
+Job::~Job() { discard(); }
+
+// Waits for a command nobody collected: its slot must come back.
+void Job::discard() noexcept {
+  if (state_ && core_) core_->wait(*state_, {}, std::chrono::milliseconds(100));
+  state_.reset();
+  core_.reset();
 }
 
 Pool::Pool(PoolOptions options)
-    : core_(std::make_shared<detail::PoolCore>(resolved(std::move(options)))) {}
+    : core_(std::make_shared<detail::PoolCore>(resolved(std::move(options)),
+                                               std::make_unique<detail::FifoPolicy>())) {}
 
 Pool::~Pool() { close(); }
 
@@ -70,26 +73,25 @@ Result Pool::run(const Command& command) {
   return wait(job);
 }
 
-Job Pool::submit(const Command& command) {
-  Job job;
-  core_->submit(command, true, job);
-  return job;
-}
+Job Pool::submit(const Command& command) { return Job(core_, core_->submit(command, true)); }
 
 std::optional<Job> Pool::try_submit(const Command& command) {
-  Job job;
-  if (!core_->submit(command, false, job)) return std::nullopt;
-  return job;
+  std::unique_ptr<detail::JobState> state = core_->submit(command, false);
+  if (!state) return std::nullopt;
+  return Job(core_, std::move(state));
 }
 
 Result Pool::wait(Job& job, const WaitTick& tick, std::chrono::milliseconds tick_period) {
-  if (!job.pending_)
+  if (!job.pending())
     throw std::logic_error("spawnpool::Pool::wait: this Job has no pending result");
-  return core_->wait(job, tick, tick_period);
+  Result r = job.core_->wait(*job.state_, tick, tick_period);
+  job.state_.reset();
+  job.core_.reset();
+  return r;
 }
 
 void Pool::cancel(const Job& job, int sig) {
-  if (job.core_ && job.slot_ >= 0) core_->cancel(job.slot_, sig);
+  if (job.state_ && job.core_) job.core_->cancel(*job.state_, sig);
 }
 
 void Pool::cancel_all(int sig) { core_->cancel_all(sig); }

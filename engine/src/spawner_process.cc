@@ -10,7 +10,7 @@
 #include <cerrno>
 #include <system_error>
 
-#include "worker_pool/protocol.h"
+#include "worker_pool/protocol/protocol.h"
 
 extern char** environ;
 
@@ -26,28 +26,33 @@ namespace {
 // driver (commands in passthrough mode write there), and no other descriptor but the
 // segment and its lifeline. It stays in the driver's process group so that a terminal's
 // Ctrl-C reaches it; it forwards the signal to its command.
+// Every set-up call may fail (ENOMEM): the first error is returned, and nothing starts.
 int spawn(pid_t* pid, const std::string& path, int segment_fd, int lifeline_fd,
           std::uint32_t slot) {
   posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
+  int rc = posix_spawnattr_init(&attr);
+  if (rc != 0) return rc;
+  posix_spawn_file_actions_t actions;
+  rc = posix_spawn_file_actions_init(&actions);
+  if (rc != 0) {
+    posix_spawnattr_destroy(&attr);
+    return rc;
+  }
   sigset_t all, none;
   sigfillset(&all);
   sigemptyset(&none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, segment_fd, protocol::kSegmentFd);
-  posix_spawn_file_actions_adddup2(&actions, lifeline_fd, protocol::kLifelineFd);
-  posix_spawn_file_actions_addclosefrom_np(&actions, protocol::kLifelineFd + 1);
+  if (!rc) rc = posix_spawnattr_setsigdefault(&attr, &all);
+  if (!rc) rc = posix_spawnattr_setsigmask(&attr, &none);
+  if (!rc) rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+  if (!rc) rc = posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  if (!rc) rc = posix_spawn_file_actions_adddup2(&actions, segment_fd, protocol::kSegmentFd);
+  if (!rc) rc = posix_spawn_file_actions_adddup2(&actions, lifeline_fd, protocol::kLifelineFd);
+  if (!rc) rc = posix_spawn_file_actions_addclosefrom_np(&actions, protocol::kLifelineFd + 1);
 
   const std::string slot_arg = std::to_string(slot);
   char* const argv[] = {const_cast<char*>("spawnpool-spawner"),
                         const_cast<char*>(slot_arg.c_str()), nullptr};
-  const int rc = posix_spawn(pid, path.c_str(), &actions, &attr, argv, environ);
+  if (!rc) rc = posix_spawn(pid, path.c_str(), &actions, &attr, argv, environ);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   return rc;

@@ -1,6 +1,8 @@
 // Launching one spawner process from the driver: posix_spawn of the small
 // spawnpool-spawner executable (never a fork of the driver, whose size would then
-// matter), with the segment on fd 3 and a lifeline socket on fd 4. Thread-compatible.
+// matter), with the segment on fd 3 and a lifeline socket on fd 4. Boost.Process v2 was
+// evaluated for this and not adopted (docs/architecture.md, "Choices and why").
+// Thread-compatible: the supervisor calls these under its lock.
 #pragma once
 
 #include <sys/types.h>
@@ -13,7 +15,9 @@ namespace spawnpool::detail {
 struct SpawnerProcess {
   pid_t pid = -1;
   int pidfd = -1;        // -1 where pidfd_open is unavailable (kernel < 5.3)
-  int lifeline_fd = -1;  // driver's end: a byte N asks to signal the command; closing it ends the spawner
+  // The driver's end of the lifeline: each CancelMessage (protocol.h) asks the spawner to
+  // signal a request's command; closing it ends the spawner.
+  int lifeline_fd = -1;
 };
 
 /// Throws std::system_error when the spawner cannot be started.

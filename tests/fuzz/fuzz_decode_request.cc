@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "worker_pool/request_codec.h"
+#include "worker_pool/protocol/request_codec.h"
 
 namespace {
 
@@ -28,7 +28,7 @@ bool inside(const DecodedRequest& r, const char* p) {
   return p >= r.storage.data() && p < r.storage.data() + r.storage.size();
 }
 
-// What a successful decode promises the launcher (which hands argv/envp to posix_spawn).
+// What a successful decode promises the launcher (which hands argv/envp to execve).
 void check_decoded(const RequestHeader& header, const DecodedRequest& r) {
   check(r.argv.size() == header.argc + 1u && r.argv.back() == nullptr, "argv count");
   check(r.envp.size() == header.envc + 1u && r.envp.back() == nullptr, "envp count");

@@ -2,7 +2,7 @@
 """Writes the seed corpus of the fuzz targets into tests/fuzz/corpus/<target>/.
 
 The files are committed; run this again only when the protocol's layout changes
-(worker_pool/protocol.h). Each seed is small and named after what it exercises: valid
+(worker_pool/protocol/protocol.h). Each seed is small and named after what it exercises: valid
 inputs reach the deep paths, invalid ones each stop at one check of the decoder.
 """
 
@@ -23,9 +23,9 @@ def request(argv, env=(), cwd=b"", flags=0, argc=None, envc=None, size=None, tai
 
 
 def reply_header(stdout_size, stderr_size, offset, size, stage=0, errno=0, status=0):
-    """ReplyHeader: 4 x i32, 7 x i64 (rusage, timestamps), 4 x u64 (sizes, chunk)."""
-    return struct.pack("<iiii7q4Q", stage, errno, status, 0, 1000, 2000, 3000,
-                       10, 20, 30, 40, stdout_size, stderr_size, offset, size)
+    """ReplyHeader: 4 x i32, 8 x i64 (rusage, timestamps), 4 x u64 (sizes, chunk)."""
+    return struct.pack("<iiii8q4Q", stage, errno, status, 0, 1000, 2000, 3000,
+                       10, 15, 20, 30, 40, stdout_size, stderr_size, offset, size)
 
 
 def reply(capacity, records):
@@ -66,6 +66,8 @@ def replies():
     yield "valid-exec-failure", reply(64, [(reply_header(0, 0, 0, 0, stage=3, errno=2), b"")])
     yield "valid-signalled", reply(64, [(reply_header(0, 0, 0, 0, status=9), b"")])
     yield "bad-stage", reply(64, [(reply_header(0, 0, 0, 0, stage=7), b"")])
+    # kSpawnerDied: the engine's own verdict, never a spawner's.
+    yield "bad-engine-stage", reply(64, [(reply_header(0, 0, 0, 0, stage=5), b"")])
     yield "bad-size-too-large", reply(64, [(reply_header(1 << 41, 0, 0, 8), b"x" * 8)])
     yield "bad-offset", reply(64, [(reply_header(8, 0, 4, 4), b"xxxx")])
     yield "bad-chunk-beyond-capacity", reply(8, [(reply_header(32, 0, 0, 16), b"x" * 8)])

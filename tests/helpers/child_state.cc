@@ -1,8 +1,9 @@
 // child_state: prints, one "key=value" per line, what a command inherits from the
 // spawner: its ids and process group, cwd, what fd 0 is, its open fds, its blocked,
-// ignored and handled signals, its parent-death signal, and every resource limit as
-// "soft:hard".
+// ignored and handled signals, its parent-death signal, its CPU affinity, and every
+// resource limit as "soft:hard".
 #include <dirent.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -45,6 +46,15 @@ std::string signal_list(Pick pick) {
   return out;
 }
 
+std::string cpu_list() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return "?";
+  std::string out;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+    if (CPU_ISSET(cpu, &set)) out += (out.empty() ? "" : ",") + std::to_string(cpu);
+  return out;
+}
+
 std::string limit(int resource) {
   rlimit rl{};
   if (getrlimit(resource, &rl) != 0) return "?";
@@ -80,6 +90,7 @@ int main() {
   int parent_death_signal = -1;
   prctl(PR_GET_PDEATHSIG, &parent_death_signal);
   out += "pdeathsig=" + std::to_string(parent_death_signal) + "\n";
+  out += "cpus=" + cpu_list() + "\n";
   const struct {
     const char* name;
     int resource;

@@ -12,8 +12,8 @@
 #include <cstring>
 #include <string>
 
-#include "worker_pool/futex.h"
-#include "worker_pool/protocol.h"
+#include "worker_pool/protocol/futex.h"
+#include "worker_pool/protocol/protocol.h"
 
 namespace {
 

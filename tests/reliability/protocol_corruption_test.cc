@@ -25,13 +25,12 @@
 #include "engine/src/segment.h"
 #include "engine/src/spawner_process.h"
 #include "spawnpool/pool.h"
-#include "worker_pool/futex.h"
-#include "worker_pool/request_codec.h"
+#include "worker_pool/protocol/futex.h"
+#include "worker_pool/protocol/request_codec.h"
 
 namespace {
 
 using namespace spawnpool;
-using protocol::FailureStage;
 
 int g_failures = 0;
 

@@ -184,12 +184,12 @@ TEST_CASE("a closed pool refuses commands as data", "[pool][jobs][close]") {
     pool.close();  // idempotent
 
     const Result r = pool.run(helper_command("exit_with", {"0"}));
-    CHECK(r.failure == FailureStage::kSpawner);
+    CHECK(r.failure == FailureStage::kPoolClosed);
     CHECK(r.error_number == ESHUTDOWN);
     CHECK_THAT(r.error_message, Catch::Contains("closed"));
     std::optional<Job> job = pool.try_submit(helper_command("exit_with", {"0"}));
     REQUIRE(job.has_value());
-    CHECK(pool.wait(*job).failure == FailureStage::kSpawner);
+    CHECK(pool.wait(*job).failure == FailureStage::kPoolClosed);
   }
   leaks.verify();
 }
@@ -204,12 +204,12 @@ TEST_CASE("callers waiting for a slot are released by close", "[pool][jobs][clos
     std::this_thread::sleep_for(100ms);
     pool.close();
     caller.join();
-    CHECK(queued.failure == FailureStage::kSpawner);
+    CHECK(queued.failure == FailureStage::kPoolClosed);
     CHECK(queued.error_number == ESHUTDOWN);
     // The held job's command had finished; its reply may or may not have been taken
     // before close, but wait returns either way.
     const Result r = pool.wait(held);
-    CHECK((r.returncode == 0 || r.failure == FailureStage::kSpawner));
+    CHECK((r.returncode == 0 || r.failure == FailureStage::kPoolClosed));
   }
   leaks.verify();
 }

@@ -149,7 +149,7 @@ TEST_CASE("a spawner killed under its command fails the command and is replaced"
     const Result r = pool.wait(job);
     CHECK(Clock::now() - start < 10s);
     CHECK_FALSE(r.started());
-    CHECK(r.failure == FailureStage::kSpawner);
+    CHECK(r.failure == FailureStage::kSpawnerDied);
     CHECK(r.error_number == ECHILD);
     CHECK_THAT(r.error_message, Catch::Contains("spawner process " + std::to_string(spawner)) &&
                                     Catch::Contains("signal 9") &&
@@ -197,7 +197,7 @@ TEST_CASE("killing one spawner leaves the other slots' commands alone", "[pool][
     REQUIRE(spawner > 0);
     REQUIRE(command_of(spawner, "sleep_ms") > 0);
     REQUIRE(kill(spawner, SIGKILL) == 0);
-    CHECK(pool.wait(victim).failure == FailureStage::kSpawner);
+    CHECK(pool.wait(victim).failure == FailureStage::kSpawnerDied);
     CHECK(pool.wait(bystander).returncode == 0);
   }
   leaks.verify();
@@ -217,7 +217,7 @@ TEST_CASE("a spawner that cannot be restarted fails commands as data", "[pool][c
     REQUIRE(kill(spawner, SIGKILL) == 0);
     CHECK(wait_until([&] { return pool.spawner_pids().empty(); }));
     const Result r = pool.run(helper_command("exit_with", {"0"}));
-    CHECK(r.failure == FailureStage::kSpawner);
+    CHECK(r.failure == FailureStage::kSpawnerDied);
     CHECK(r.error_number == ECHILD);
     CHECK_THAT(r.error_message, Catch::Contains("no spawner"));
   }
@@ -245,7 +245,7 @@ TEST_CASE("close with a command running returns promptly and kills it", "[pool][
     if (r.started()) {
       CHECK(r.returncode == -SIGKILL);
     } else {
-      CHECK(r.failure == FailureStage::kSpawner);
+      CHECK(r.failure == FailureStage::kPoolClosed);
       CHECK_THAT(r.error_message, Catch::Contains("closed"));
     }
     check_spawners_gone(spawners);
@@ -254,7 +254,7 @@ TEST_CASE("close with a command running returns promptly and kills it", "[pool][
   leaks.verify();
 }
 
-// close() at every moment of a launch, posix_spawn included: the spawner must kill the
+// close() at every moment of a launch, the clone and exec included: the spawner must kill the
 // command it is starting, not exit and leave it orphaned. The leak check finds orphans.
 TEST_CASE("close during a launch leaves no command running", "[pool][close]") {
   LeakCheck leaks;

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "worker_pool/protocol.h"
-#include "worker_pool/request_codec.h"
+#include "worker_pool/protocol/protocol.h"
+#include "worker_pool/protocol/request_codec.h"
 
 namespace spawnpool::detail {
 namespace {

@@ -114,8 +114,8 @@ inline std::string exe_name(int pid) {
 }
 
 /// Waits until spawner `spawner_pid` runs helper `name` (exec done) and returns its pid,
-/// or -1 after 10 s. Then waits 200 ms more: the spawner records its command's pid just
-/// after posix_spawn returns, and a cancel sent before that would find no command.
+/// or -1 after 10 s. Then waits 200 ms more, so that the spawner has surely recorded the
+/// command's pid (just after the clone returns) before the test acts on the command.
 inline int command_of(int spawner_pid, const std::string& name) {
   int found = -1;
   wait_until([&] {

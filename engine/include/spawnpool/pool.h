@@ -17,6 +17,7 @@ namespace spawnpool {
 
 namespace detail {
 class PoolCore;
+struct JobState;
 }
 
 struct PoolOptions {
@@ -35,24 +36,25 @@ struct PoolOptions {
   bool same_cpu_handoff = true;
 };
 
-/// A submitted command. Move-only; wait for it with Pool::wait(). Destroying a Job that
-/// was not waited for waits for it and discards the result (its slot must come back).
+/// A submitted command: it owns the command's state until its result is collected.
+/// Move-only; wait for it with Pool::wait(). Destroying a Job that was not waited for
+/// waits for it and discards the result (its slot must come back). Use one Job from one
+/// thread at a time.
 class Job {
  public:
-  Job() = default;
+  Job();
   Job(Job&& other) noexcept;
   Job& operator=(Job&& other) noexcept;
   ~Job();
   /// Whether this Job still has a result to collect.
-  bool pending() const { return pending_; }
+  bool pending() const { return state_ != nullptr; }
 
  private:
   friend class Pool;
-  friend class detail::PoolCore;
-  std::shared_ptr<detail::PoolCore> core_;  // set while a slot holds the command
-  int slot_ = -1;                           // -1: result_ is already final
-  bool pending_ = false;                    // submitted and not yet waited for
-  Result result_;
+  Job(std::shared_ptr<detail::PoolCore> core, std::unique_ptr<detail::JobState> state);
+  void discard() noexcept;
+  std::shared_ptr<detail::PoolCore> core_;   // set while pending
+  std::unique_ptr<detail::JobState> state_;  // null once the result was collected
 };
 
 /// Called while wait() sleeps, every tick; returns a signal number to send to the
@@ -74,7 +76,8 @@ class Pool {
   /// Hands `command` to a free slot, waiting for one while all are busy (a slot stays
   /// busy until its Job is waited for).
   Job submit(const Command& command);
-  /// As submit(), but returns nothing instead of waiting when every slot is busy.
+  /// As submit(), but returns nothing instead of waiting when the scheduler would not
+  /// start the command now (every slot busy, or others queued before it).
   std::optional<Job> try_submit(const Command& command);
   /// Waits for `job` and returns its result; `job` is then empty. `tick`, if set, is
   /// called every `tick_period` while the command runs.
@@ -88,8 +91,8 @@ class Pool {
 
   /// Ends the spawners (their running commands get SIGKILL) and waits for them.
   /// A command in flight comes back killed by SIGKILL (returncode -9) if its spawner
-  /// replied before exiting, else as a FailureStage::kSpawner failure ("the pool was
-  /// closed"). Idempotent.
+  /// replied before exiting, else as a FailureStage::kPoolClosed failure ("the pool was
+  /// closed"); so do commands still queued, and any submitted later. Idempotent.
   void close();
   std::size_t slots() const;
   /// Process ids of the spawners, for diagnostics and leak checks.

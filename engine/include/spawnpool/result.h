@@ -5,23 +5,18 @@
 #include <cstdint>
 #include <string>
 
-namespace spawnpool {
+#include "spawnpool/failure_stage.h"
 
-/// Why a command has no exit status.
-enum class FailureStage {
-  kNone = 0,     ///< the command ran
-  kRequest = 1,  ///< refused before anything ran (E2BIG, EINVAL for a NUL byte)
-  kChdir = 2,    ///< the working directory could not be entered
-  kExec = 3,     ///< the program could not be executed (ENOENT, EACCES, ENOEXEC...)
-  kSpawner = 4,  ///< the spawner died or failed while serving it, or the pool is closed
-};
+namespace spawnpool {
 
 struct Result {
   /// Exit status, or -N when killed by signal N (as subprocess.Popen reports it).
   /// -1 when the command never ran (see failure).
   int returncode = -1;
   FailureStage failure = FailureStage::kNone;
-  int error_number = 0;        ///< errno for a failure
+  /// errno for a failure. kSpawnerDied carries ECHILD and kPoolClosed ESHUTDOWN, so that
+  /// OSError-style callers have one; tell failures apart by `failure`, not by errno.
+  int error_number = 0;
   std::string error_message;   ///< a sentence naming what failed, empty when it ran
   bool captured = false;       ///< whether stdout_data/stderr_data hold the output
   std::string stdout_data;
@@ -31,19 +26,21 @@ struct Result {
   double wall_time = 0;        ///< from the child's start to its exit, in seconds
   long max_rss_kb = 0;
   int slot = -1;                ///< the job slot (spawner) that ran it, -1 if none did
-  // CLOCK_MONOTONIC nanoseconds, for tracing: when the driver submitted the command,
-  // when it had a slot for it (the difference is queueing), when the child existed, when
-  // it was reaped, and when the driver had the result.
+  // CLOCK_MONOTONIC nanoseconds (one clock for every process), for tracing: when the
+  // driver submitted the command, when it had a slot for it (the difference is queueing),
+  // when the spawner saw the request, when it was about to start the command's process
+  // (before the clone: launch_ns - received_ns is the spawner's own preparation, and
+  // started_ns - launch_ns the process creation), when the child existed, when it was
+  // reaped, and when the driver had the result. 0 where a command never got that far.
   std::int64_t submitted_ns = 0;
   std::int64_t dispatched_ns = 0;
+  std::int64_t received_ns = 0;
+  std::int64_t launch_ns = 0;
   std::int64_t started_ns = 0;
   std::int64_t exited_ns = 0;
   std::int64_t completed_ns = 0;
 
   bool started() const { return failure == FailureStage::kNone; }
 };
-
-/// "chdir", "exec"... for messages; "" for kNone.
-const char* stage_name(FailureStage stage);
 
 }  // namespace spawnpool

@@ -11,10 +11,12 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "spawnpool/failure_stage.h"
+
 namespace spawnpool::protocol {
 
 inline constexpr std::uint64_t kMagic = 0x316c6f6f706e7073;  // "spnpool1"
-inline constexpr std::uint32_t kVersion = 2;
+inline constexpr std::uint32_t kVersion = 3;  // 3: ReplyHeader::launch_ns
 
 // File descriptors a spawner finds at start (see docs/architecture.md).
 inline constexpr int kSegmentFd = 3;   // the shared-memory segment
@@ -39,22 +41,13 @@ inline bool is_spawner_turn(std::uint32_t state) {
 enum RequestFlags : std::uint32_t {
   kCaptureOutput = 1u << 0,  // stdout/stderr go to pipes and come back in the reply
   kMergeStderr = 1u << 1,    // with kCaptureOutput: stderr into the stdout stream
-  // Same-CPU hand-off (worker_pool/cpu_affinity.h): the driver pinned the spawner to its
+  // Same-CPU hand-off (worker_pool/protocol/cpu_affinity.h): the driver pinned the spawner to its
   // own CPU for this wake-up; the command starts there too, gets the spawner's CPU set
   // back just before exec, and the spawner restores its own right after the launch. In
   // turn the spawner may pin the waiting driver thread (SlotControl::waiter_tid) to its
   // CPU before the reply's wake-up, and says so with kWaiterPinned.
   kSameCpuHandoff = 1u << 2,
   kKnownRequestFlags = kCaptureOutput | kMergeStderr | kSameCpuHandoff,
-};
-
-/// Why a command produced no exit status. Values cross the process boundary.
-enum class FailureStage : std::int32_t {
-  kNone = 0,     // the command ran; see wait_status
-  kRequest = 1,  // the request was refused before anything ran (E2BIG, EINVAL)
-  kChdir = 2,    // the working directory could not be entered
-  kExec = 3,     // the program could not be executed
-  kSpawner = 4,  // the spawner died or failed while serving the command
 };
 
 struct SegmentHeader {
@@ -106,7 +99,7 @@ enum ReplyFlags : std::uint32_t {
 };
 
 struct ReplyHeader {
-  std::int32_t failure_stage;  // a FailureStage
+  std::int32_t failure_stage;  // a spawnpool::FailureStage, at most kLastSpawnerStage
   std::int32_t error_number;   // errno for a failure, else 0
   std::int32_t wait_status;    // as from wait4(), when the command ran
   std::uint32_t flags;         // ReplyFlags
@@ -115,6 +108,7 @@ struct ReplyHeader {
   std::int64_t max_rss_kb;
   // CLOCK_MONOTONIC nanoseconds, a clock shared by every process of the machine.
   std::int64_t received_ns;   // spawner saw the request
+  std::int64_t launch_ns;     // just before the clone that starts the command (0: none)
   std::int64_t started_ns;    // the child exists
   std::int64_t exited_ns;     // the child was reaped
   std::int64_t replied_ns;    // the first reply chunk was handed over
@@ -123,6 +117,9 @@ struct ReplyHeader {
   std::uint64_t chunk_offset; // where this chunk starts in stdout followed by stderr
   std::uint64_t chunk_size;
 };
+
+// tests/fuzz/make_seed_corpus.py packs this layout byte for byte.
+static_assert(sizeof(ReplyHeader) == 112, "ReplyHeader changed: update the fuzz seeds");
 
 /// Pointers into one slot of a mapped segment.
 struct SlotView {

@@ -1,4 +1,4 @@
-#include "worker_pool/request_codec.h"
+#include "worker_pool/protocol/request_codec.h"
 
 #include <cerrno>
 #include <climits>

@@ -1,4 +1,4 @@
-#include "worker_pool/cpu_affinity.h"
+#include "worker_pool/protocol/cpu_affinity.h"
 
 #include <cerrno>
 

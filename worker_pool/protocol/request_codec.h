@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "worker_pool/protocol.h"
+#include "worker_pool/protocol/protocol.h"
 
 namespace spawnpool::detail {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "worker_pool/protocol.h"
+#include "worker_pool/protocol/protocol.h"
 
 namespace spawnpool::detail {
 

@@ -1,4 +1,4 @@
-#include "worker_pool/reply_codec.h"
+#include "worker_pool/protocol/reply_codec.h"
 
 #include <algorithm>
 
@@ -6,9 +6,9 @@ namespace spawnpool::detail {
 
 bool reply_chunk_is_valid(const protocol::ReplyHeader& header, std::uint64_t output_capacity,
                           std::uint64_t received, std::string& why) {
-  using protocol::FailureStage;
+  // The stages after kLastSpawnerStage are the engine's own verdicts, never a spawner's.
   if (header.failure_stage < static_cast<std::int32_t>(FailureStage::kNone) ||
-      header.failure_stage > static_cast<std::int32_t>(FailureStage::kSpawner)) {
+      header.failure_stage > static_cast<std::int32_t>(kLastSpawnerStage)) {
     why = "unknown failure stage";
     return false;
   }

@@ -1,4 +1,4 @@
-#include "worker_pool/protocol.h"
+#include "worker_pool/protocol/protocol.h"
 
 namespace spawnpool::protocol {
 namespace {

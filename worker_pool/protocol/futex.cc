@@ -1,4 +1,4 @@
-#include "worker_pool/futex.h"
+#include "worker_pool/protocol/futex.h"
 
 #include <linux/futex.h>
 #include <sys/syscall.h>
