@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "engine/src/memory/admission_policy.h"
+#include "engine/src/memory/admission_policy_setup.h"
+#include "engine/src/memory/history_store_database.h"
 #include "tests/unit/memory_test_support.h"
 
 namespace spawnpool::detail {
@@ -367,6 +369,45 @@ TEST_CASE("a budget of 0 runs one command at a time", "[memory][admission]") {
   Scheduler s = make(4, std::uint64_t(1), {});  // the reserve took nearly everything
   for (std::uint64_t n = 1; n <= 3; ++n) s.submit(n);
   CHECK(s.fill().size() == 1);
+}
+
+TEST_CASE("make_memory_admission puts history, budget, pressure and policy together",
+          "[memory][admission][setup]") {
+  test::TempDir dir;
+  const std::string path = dir / "history.sqlite";
+  {
+    HistoryOpenResult opened = HistoryDatabase::open(path, {});
+    REQUIRE(opened.database);
+    std::string problem;
+    REQUIRE(opened.database->write({{42, 0, 300 * 1048576, 5, 1}}, problem) == HistoryStatus::kOk);
+  }
+  test::Warnings warnings;
+  MemoryAdmissionConfig config;
+  config.budget = *MemoryBudgetSetting::parse("1G");
+  config.history_path = path;
+  config.options.slots = 2;
+  config.warn = warnings.sink();
+  MemoryAdmission admission = make_memory_admission(std::move(config), 0);
+  REQUIRE(admission.history);
+  REQUIRE(admission.policy);
+  CHECK(admission.policy->budget_bytes() == kGiB);
+  AdmissionTicket ticket;
+  ticket.key.exact = 42;
+  admission.policy->on_queued(ticket, 0);
+  CHECK(ticket.prediction_source == PredictionSource::kExact);
+  CHECK(ticket.predicted_peak_bytes == 300 * kMiB);
+  admission.history->record(ticket.key, 310 * 1048576, 5);
+  CHECK(admission.history->flush());
+  CHECK(warnings.messages().empty());
+
+  SECTION("auto measures this machine; no history path, no store") {
+    MemoryAdmissionConfig automatic;
+    automatic.options.slots = 2;
+    MemoryAdmission measured = make_memory_admission(std::move(automatic), 0);
+    CHECK_FALSE(measured.history);
+    REQUIRE(measured.policy->budget_bytes());
+    CHECK(*measured.policy->budget_bytes() > 0);
+  }
 }
 
 }  // namespace

@@ -146,6 +146,8 @@ TEST_CASE_METHOD(test::StoreFixture, "a read-only store file is read, and nothin
   CHECK(messages[0].find("read-only") != std::string::npos);
   CHECK(messages[0].find("recording nothing new") != std::string::npos);
   CHECK(test::read_file(path) == before);
+  CHECK_FALSE(std::filesystem::exists(path + "-wal"));  // nothing made beside it either
+  CHECK_FALSE(std::filesystem::exists(path + "-shm"));
 }
 
 TEST_CASE("a store in a read-only directory", "[memory][history][readonly]") {
@@ -158,7 +160,7 @@ TEST_CASE("a store in a read-only directory", "[memory][history][readonly]") {
     {
       test::FileModesBind modes_bind;
       REQUIRE(modes_bind.binding());
-      expect_no_history(path, "unable to open");
+      expect_no_history(path, "creating it failed");
     }
     CHECK(std::filesystem::is_empty(store_dir));
   }

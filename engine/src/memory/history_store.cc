@@ -22,8 +22,7 @@ HistoryStore::HistoryStore(const std::string& path, HistoryStoreOptions options,
       warn_once(opened.problem + "; running without memory history");
       break;
     case HistoryStatus::kUnusable:
-      warn_once(opened.problem +
-                "; running without memory history (remove the file to start a new one)");
+      warn_once(opened.problem + "; running without memory history");
       break;
   }
   if (opened.database) {
@@ -97,7 +96,7 @@ void HistoryStore::writer_loop() {
   const HistoryStatus checked = database_->check(problem);
   std::unique_lock<std::mutex> lock(mutex_);
   if (checked != HistoryStatus::kOk && checked != HistoryStatus::kBusy)
-    return give_up(lock, problem + "; recording no memory history (remove the file to start a new one)");
+    return give_up(lock, problem + "; recording no memory history");
   std::vector<HistoryRecord> batch;
   for (;;) {
     wake_writer_.wait(lock, [&] { return stop_ || flush_requested_ || !pending_.empty(); });

@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <system_error>
 
@@ -64,9 +65,14 @@ HistoryStatus status_of(int code) {
   }
 }
 
+// "memory history PATH: DOING failed: WHY", with what to do about a damaged file.
 std::string describe(const std::string& path, const char* doing, sqlite3* db, int code) {
-  std::string why = db ? sqlite3_errmsg(db) : sqlite3_errstr(code);
-  return "memory history " + path + ": " + doing + " failed: " + why;
+  std::string text = "memory history " + path + ": " + doing + " failed: " +
+                     (db ? sqlite3_errmsg(db) : sqlite3_errstr(code));
+  const int primary = code & 0xff;
+  if (primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB || primary == SQLITE_ERROR)
+    text += " (remove the file to start a new history)";
+  return text;
 }
 
 // Runs statements that return nothing of interest (or a row we ignore).
@@ -93,13 +99,15 @@ HistoryStatus check_schema(sqlite3* db, const std::string& path, bool& fresh,
   fresh = application_id == 0 && version == 0 && objects == 0;
   if (fresh) return HistoryStatus::kOk;
   if (application_id != HistoryDatabase::kApplicationId) {
-    problem = "memory history " + path + " is not a spawnpool history (another SQLite database?)";
+    problem = "memory history " + path +
+              " is not a spawnpool history (another program's SQLite database?)";
   } else if (version > HistoryDatabase::kSchemaVersion) {
     problem = "memory history " + path + " was written by a newer spawnpool (schema " +
               std::to_string(version) + ", this one reads " +
-              std::to_string(HistoryDatabase::kSchemaVersion) + ")";
+              std::to_string(HistoryDatabase::kSchemaVersion) + "; remove it to start a new one)";
   } else if (version < 1) {
-    problem = "memory history " + path + " has no schema version (damaged?)";
+    problem = "memory history " + path +
+              " has no schema version (damaged? remove it to start a new history)";
   } else {
     // Older schemas will be migrated here when there are any.
     return HistoryStatus::kOk;
@@ -220,15 +228,16 @@ std::string immutable_uri(const std::string& path) {
   return uri + "?immutable=1";
 }
 
-// Reads what an unwritable store holds. A WAL file in a directory we cannot write has
-// no shared-memory index to read through; nobody can be writing it then (a writer needs
-// the directory too), so SQLite may read it as immutable.
+// Reads what an unwritable store holds, first as immutable: a plain read-only open of a
+// WAL file creates -wal and -shm files beside it (or fails, in a directory we cannot
+// write), and we may not write anything there. Immutable skips what a live writer has
+// not checkpointed yet: the history is then a little older, which is harmless.
 HistoryStatus read_only_load(const std::string& path, int busy_timeout_ms,
                              HistorySnapshot& snapshot, std::string& problem) {
   if (::access(path.c_str(), R_OK) != 0) return HistoryStatus::kReadOnly;
   for (int attempt = 0; attempt < 2; ++attempt) {
     int code = SQLITE_OK;
-    const bool immutable = attempt == 1;
+    const bool immutable = attempt == 0;
     sqlite3* db = connect(immutable ? immutable_uri(path) : path,
                           SQLITE_OPEN_READONLY | (immutable ? SQLITE_OPEN_URI : 0),
                           busy_timeout_ms, code);
@@ -257,7 +266,8 @@ HistoryOpenResult HistoryDatabase::open(const std::string& path,
   std::string problem;
   HistoryStatus status = HistoryStatus::kReadOnly;
   if (!db) {
-    problem = describe(path, "opening", nullptr, code);
+    problem = describe(path, ::access(path.c_str(), F_OK) == 0 ? "opening" : "creating it",
+                       nullptr, code);
     status = status_of(code);
   } else if (sqlite3_db_readonly(db, "main") == 1) {
     problem = "memory history " + path + " is read-only";
@@ -299,7 +309,10 @@ HistoryStatus HistoryDatabase::check(std::string& problem) {
   if (!check.step()) return fail(check.code(), "checking the file", problem);
   const auto* answer = reinterpret_cast<const char*>(sqlite3_column_text(check.get(), 0));
   if (answer && std::string(answer) == "ok") return HistoryStatus::kOk;
-  problem = "memory history " + path_ + " is corrupt (" + (answer ? answer : "?") + ")";
+  std::string what = answer ? answer : "?";
+  std::replace(what.begin(), what.end(), '\n', ' ');  // one line, as warnings are
+  problem = "memory history " + path_ + " is corrupt (" + what +
+            "; remove it to start a new history)";
   return HistoryStatus::kUnusable;
 }
 
