@@ -30,8 +30,9 @@ struct CommandIdentity {
 /// `;`/`&&`/`||`/`|` between commands); leading `VAR=value`, `env`, `exec`, `nice`,
 /// `time` and `command` are skipped, and so are commands that only set the stage (`cd`,
 /// `mkdir`, `echo`...) when another command follows. The output is the operand of the
-/// first `-o`, `-oPATH`, `--output=PATH` or `--output PATH`; else, in a shell line, the
-/// target of the first stdout redirect (`>`, `>>`, `1>`, `>|`, `&>`).
+/// first `-o`, `-oPATH`, `--output=PATH` or `--output PATH` (the working command's
+/// first, then any); else, in a shell line, the target of the first stdout redirect
+/// (`>`, `>>`, `1>`, `>|`, `&>`). Paths under /dev/ (`-o /dev/null`) do not count.
 CommandIdentity identify_command(const std::vector<std::string>& argv);
 
 /// The keys of `argv` run in `cwd`. `cwd` should be the effective directory (the
