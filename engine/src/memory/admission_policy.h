@@ -41,7 +41,7 @@ struct AdmissionTicket {
 };
 
 /// The scheduler's queue as the policy reads it: `size` jobs, oldest first; at(i) is the
-/// ticket of the i-th.
+/// ticket of the i-th. pick() updates the tickets' times_passed and learned predictions.
 struct AdmissionQueue {
   std::size_t size = 0;
   std::function<AdmissionTicket&(std::size_t index)> at;
