@@ -1,0 +1,25 @@
+#include "engine/src/memory/admission_policy_setup.h"
+
+#include "engine/src/memory/memory_pressure.h"
+
+namespace spawnpool::detail {
+
+MemoryAdmission make_memory_admission(MemoryAdmissionConfig config, std::int64_t now_ns) {
+  MemoryAdmission admission;
+  HistorySnapshot snapshot;
+  if (!config.history_path.empty()) {
+    admission.history = std::make_unique<HistoryStore>(config.history_path,
+                                                       config.history_options, config.warn);
+    snapshot = admission.history->take_snapshot();
+  }
+  std::unique_ptr<SystemMemorySource> system;
+  if (config.budget.automatic) system = std::make_unique<ProcMeminfo>();
+  auto budget = std::make_unique<MemoryBudget>(config.budget, std::move(config.cgroup),
+                                               std::move(system));
+  admission.policy = std::make_unique<AdmissionPolicy>(
+      config.options, std::move(budget), open_memory_pressure(config.cgroup_dir),
+      std::move(snapshot), now_ns);
+  return admission;
+}
+
+}  // namespace spawnpool::detail

@@ -1,0 +1,38 @@
+// Puts memory-aware admission together for a pool: the history store (opened and read
+// once), the budget over /proc/meminfo and the driver's cgroup, the pressure file, and
+// the policy fed with the history's snapshot. Called once at pool start, on the thread
+// that starts the pool; what it returns follows each part's own threading rules.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/src/memory/admission_policy.h"
+#include "engine/src/memory/history_store.h"
+#include "engine/src/memory/memory_budget.h"
+
+namespace spawnpool::detail {
+
+struct MemoryAdmissionConfig {
+  MemoryBudgetSetting budget;    ///< `auto` or a size
+  std::string history_path;      ///< empty: no history (cold every time, nothing written)
+  /// The driver's cgroup directory, for its memory.pressure (v2); empty or without that
+  /// file: /proc/pressure/memory.
+  std::string cgroup_dir;
+  /// The driver's cgroup limit and usage, for `auto` (from the cgroup layer); may be null.
+  std::unique_ptr<CgroupMemorySource> cgroup;
+  AdmissionOptions options;      ///< options.slots must be the pool's slot count
+  HistoryStoreOptions history_options;
+  HistoryWarning warn;           ///< the history's one warning; called from any thread
+};
+
+struct MemoryAdmission {
+  std::unique_ptr<HistoryStore> history;   ///< null without a history path
+  std::unique_ptr<AdmissionPolicy> policy;
+};
+
+/// Opens the history (its problems are warnings, never exceptions) and builds the policy.
+MemoryAdmission make_memory_admission(MemoryAdmissionConfig config, std::int64_t now_ns);
+
+}  // namespace spawnpool::detail
