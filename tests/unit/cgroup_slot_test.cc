@@ -1,0 +1,299 @@
+// The spawner side of a slot's cgroup on the real hierarchy: placement of a command
+// started as the spawner's child will start it, killing what left its process group,
+// OOM kills, peak accuracy, and earlier commands' page cache. Each test builds a pool
+// directory by hand in a cgroup of its own (removed whatever happens).
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <fstream>
+
+#include "tests/unit/cgroup_test_support.h"
+#include "tests/unit/leak_check.h"
+#include "worker_pool/cgroup_files.h"
+#include "worker_pool/cgroup_slot.h"
+
+namespace spawnpool::detail {
+namespace {
+
+using test::TestCgroup;
+
+constexpr std::int64_t kMiB = 1 << 20;
+
+// A pool directory (the test cgroup) with one slot, and the spawner's view of it.
+struct HandMadeSlot {
+  std::unique_ptr<TestCgroup> pool;
+  SlotCgroup slot;
+  std::string why_not;
+
+  explicit HandMadeSlot(bool unified) {
+    pool = unified ? TestCgroup::in_unified_hierarchy(why_not)
+                   : TestCgroup::in_memory_hierarchy(why_not);
+    if (!pool) return;
+    SlotCgroupConfig config;
+    config.version = pool->version();
+    config.pool_dir = pool->dir();
+    config.driver_pid = getpid();
+    if (pool->make_child(slot_dir_name(0)).empty() || !slot.open(config, why_not)) pool.reset();
+  }
+  std::string dir() const { return slot_dir(slot.config()); }
+};
+
+// One command through the slot as the spawner will run it: begin, start, reap, end.
+struct Run {
+  pid_t pid = -1;  // reaped
+  test::Reaped reaped;
+  CommandMemory memory;
+  std::string out;
+};
+
+Run run_in_slot(SlotCgroup& slot, const std::vector<std::string>& argv) {
+  slot.begin_command();
+  const test::StartedCommand started = test::start_in_slot(slot.procs_fd(), argv, true);
+  Run run;
+  run.pid = started.pid;
+  run.out = test::read_until_eof(started.stdout_fd);
+  run.reaped = test::reap(started.pid);
+  run.memory = slot.end_command(started.join_error == 0);
+  return run;
+}
+
+std::string helper(const std::string& name) { return test::helper(name); }
+
+TEST_CASE("a command joins its slot's cgroup before exec; the spawner stays put", "[cgroup][slot]") {
+  const bool unified = GENERATE(false, true);
+  test::LeakCheck leaks;
+  {
+    HandMadeSlot made(unified);
+    CGROUP_TEST_SKIP_UNLESS(made.pool, made.why_not);
+    const std::string own_before = test::cgroup_of(getpid(), made.slot.config().version);
+    for (int round = 0; round < 2; ++round) {  // the descriptor serves every command
+      const Run run = run_in_slot(made.slot, {"/bin/cat", "/proc/self/cgroup"});
+      CHECK(WIFEXITED(run.reaped.status));
+      INFO("command's /proc/self/cgroup:\n" << run.out);
+      const std::string tail = made.dir().substr(made.dir().find("/cgtest-"));
+      const std::string line = made.slot.config().version == CgroupVersion::kV2
+                                   ? "0::" : "memory:";
+      CHECK(run.out.find(line) != std::string::npos);
+      CHECK(run.out.find(tail + "\n") != std::string::npos);
+    }
+    CHECK(test::cgroup_of(getpid(), made.slot.config().version) == own_before);
+  }
+  leaks.verify();
+}
+
+TEST_CASE("kill_all ends a process that left the command's group and session", "[cgroup][slot]") {
+  const bool unified = GENERATE(false, true);
+  test::become_subreaper();  // the orphaned grandchild comes to us to be reaped
+  test::LeakCheck leaks;
+  {
+    HandMadeSlot made(unified);
+    CGROUP_TEST_SKIP_UNLESS(made.pool, made.why_not);
+    const Run run = run_in_slot(made.slot, {helper("double_fork_setsid")});
+    REQUIRE(WIFEXITED(run.reaped.status));
+    const pid_t escaped = static_cast<pid_t>(std::atoi(run.out.c_str()));
+    REQUIRE(escaped > 0);
+    CHECK_FALSE(test::process_is_gone(escaped));
+    CHECK(getpgid(escaped) != run.pid);  // not in the command's process group
+    CHECK(getsid(escaped) != getsid(0));  // nor in the session the command ran in
+    const std::string tail = made.dir().substr(made.dir().find("/cgtest-"));
+    CHECK(test::cgroup_of(escaped, made.slot.config().version).find(tail) != std::string::npos);
+    CHECK(made.slot.kill_all(std::chrono::seconds(5)));
+    CHECK(test::wait_until([&] { return test::process_is_gone(escaped); }));
+    std::string procs;
+    REQUIRE(read_file_text(made.dir() + "/cgroup.procs", procs));
+    CHECK(procs.empty());
+    CHECK(test::reap_all_children(std::chrono::seconds(5)));
+  }
+  leaks.verify();
+}
+
+TEST_CASE("signal_all sends a cancel's signal past the process group too", "[cgroup][slot]") {
+  test::become_subreaper();
+  test::LeakCheck leaks;
+  {
+    HandMadeSlot made(false);
+    CGROUP_TEST_SKIP_UNLESS(made.pool, made.why_not);
+    const Run run = run_in_slot(made.slot, {helper("double_fork_setsid")});
+    const pid_t escaped = static_cast<pid_t>(std::atoi(run.out.c_str()));
+    REQUIRE(escaped > 0);
+    CHECK(made.slot.signal_all(SIGTERM) == 1);
+    CHECK(test::wait_until([&] { return test::process_is_gone(escaped); }));
+    CHECK(made.slot.signal_all(SIGTERM) == 0);
+    CHECK(test::reap_all_children(std::chrono::seconds(5)));
+  }
+  leaks.verify();
+}
+
+TEST_CASE("an OOM kill inside the slot is detected, and only for that command", "[cgroup][slot]") {
+  test::LeakCheck leaks;
+  {
+    HandMadeSlot made(false);
+    CGROUP_TEST_SKIP_UNLESS(made.pool, made.why_not);
+    CGROUP_TEST_SKIP_UNLESS(made.slot.measures_memory(), "the slot has no memory controller");
+    const bool v1 = made.slot.config().version == CgroupVersion::kV1;
+    // A per-test limit: the command allocates past it and the kernel's OOM killer ends it.
+    REQUIRE(write_file_text(made.dir() + (v1 ? "/memory.limit_in_bytes" : "/memory.max"),
+                            std::to_string(32 * kMiB)));
+    if (!v1) write_file_text(made.dir() + "/memory.swap.max", "0");
+    const Run killed = run_in_slot(made.slot, {helper("alloc_touch"), "128"});
+    CHECK(WIFSIGNALED(killed.reaped.status));
+    CHECK(WTERMSIG(killed.reaped.status) == SIGKILL);
+    CHECK(killed.memory.measured);
+    CHECK(killed.memory.oom_killed);
+    CHECK(killed.memory.peak_bytes <= 32 * kMiB);
+
+    const Run fits = run_in_slot(made.slot, {helper("alloc_touch"), "4"});
+    CHECK(WIFEXITED(fits.reaped.status));
+    CHECK(WEXITSTATUS(fits.reaped.status) == 0);
+    CHECK_FALSE(fits.memory.oom_killed);
+  }
+  leaks.verify();
+}
+
+// What a process adds besides its allocation: its stack, heap, page tables and the
+// per-CPU charge batches (64 pages per CPU), plus the noise of a shared machine.
+constexpr std::int64_t kPeakTolerance = 6 * kMiB;
+
+TEST_CASE("the peak is the command's own, within a few MiB", "[cgroup][slot]") {
+  test::LeakCheck leaks;
+  {
+    HandMadeSlot made(false);
+    CGROUP_TEST_SKIP_UNLESS(made.pool, made.why_not);
+    CGROUP_TEST_SKIP_UNLESS(made.slot.measures_memory(), "the slot has no memory controller");
+    SECTION("one process of 64 MiB") {
+      const Run run = run_in_slot(made.slot, {helper("alloc_touch"), "64", "100"});
+      REQUIRE(WIFEXITED(run.reaped.status));
+      INFO("peak " << run.memory.peak_bytes << ", rusage " << run.reaped.max_rss_kb << " kB");
+      CHECK(run.memory.measured);
+      CHECK(run.memory.peak_bytes >= 64 * kMiB);
+      CHECK(run.memory.peak_bytes <= 64 * kMiB + kPeakTolerance);
+      CHECK_FALSE(run.memory.oom_killed);
+    }
+    SECTION("three processes of 32 MiB: the tree, which ru_maxrss cannot see") {
+      const Run run = run_in_slot(made.slot, {helper("alloc_touch"), "32", "300", "3"});
+      REQUIRE(WIFEXITED(run.reaped.status));
+      INFO("peak " << run.memory.peak_bytes << ", rusage " << run.reaped.max_rss_kb << " kB");
+      CHECK(run.memory.peak_bytes >= 96 * kMiB);
+      CHECK(run.memory.peak_bytes <= 96 * kMiB + 3 * kPeakTolerance);
+      CHECK(run.reaped.max_rss_kb * 1024 < 48 * kMiB);  // the largest process only
+      bool from_cgroup = false;
+      CHECK(reported_peak_bytes(run.memory, run.reaped.max_rss_kb, from_cgroup) ==
+            run.memory.peak_bytes);
+      CHECK(from_cgroup);
+    }
+  }
+  leaks.verify();
+}
+
+TEST_CASE("page cache an earlier command left in the slot is not the next one's peak",
+          "[cgroup][slot]") {
+  test::LeakCheck leaks;
+  {
+    HandMadeSlot made(false);
+    CGROUP_TEST_SKIP_UNLESS(made.pool, made.why_not);
+    CGROUP_TEST_SKIP_UNLESS(made.slot.measures_memory(), "the slot has no memory controller");
+    test::TempDir files;
+    const Run writer = run_in_slot(
+        made.slot, {"/bin/dd", "if=/dev/zero", "of=" + files / "out", "bs=1M", "count=64",
+                    "status=none"});
+    REQUIRE(WIFEXITED(writer.reaped.status));
+    INFO("writer: peak " << writer.memory.peak_bytes);
+    CHECK(writer.memory.peak_bytes >= 60 * kMiB);  // its own page cache counts for it
+    const Run small = run_in_slot(made.slot, {"/bin/true"});
+    INFO("next: peak " << small.memory.peak_bytes << ", baseline " << small.memory.baseline_bytes);
+    CHECK(small.memory.baseline_bytes >= 48 * kMiB);  // the cache is still charged here
+    CHECK(small.memory.peak_bytes < 4 * kMiB);
+  }
+  leaks.verify();
+}
+
+// A v2 slot on a kernel this machine does not run: plain files stand for memory.peak,
+// memory.current and memory.events.
+struct FakeV2Slot {
+  test::TempDir root;
+  SlotCgroup slot;
+  std::string why;
+
+  FakeV2Slot(const std::string& peak, bool allow_reset, bool memory_files = true) {
+    const std::string dir = root / "slot-0";
+    mkdir(dir.c_str(), 0755);
+    std::ofstream(dir + "/cgroup.procs") << "";
+    if (memory_files) {
+      set("memory.peak", peak);
+      set("memory.current", "20000000\n");
+      set("memory.events", "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\noom_group_kill 0\n");
+    }
+    SlotCgroupConfig config;
+    config.version = CgroupVersion::kV2;
+    config.pool_dir = root.path();
+    SlotCgroupOpenOptions options;
+    options.allow_peak_reset = allow_reset;
+    options.require_cgroupfs = false;
+    REQUIRE(slot.open(config, why, options));
+  }
+  void set(const std::string& file, const std::string& text) {
+    std::ofstream(root / ("slot-0/" + file), std::ios::trunc) << text;
+  }
+};
+
+TEST_CASE("v2 memory.peak with a per-file reset (kernel 6.12+)", "[cgroup][slot][v2]") {
+  FakeV2Slot fake("0\n", true);
+  REQUIRE(fake.slot.measures_memory());
+  CHECK(fake.slot.peak_resets());
+  fake.slot.begin_command();  // writes the reset, reads the baseline back
+  fake.set("memory.peak", "5242880\n");
+  fake.set("memory.events", "low 0\nhigh 0\nmax 1\noom 1\noom_kill 1\noom_group_kill 0\n");
+  const CommandMemory memory = fake.slot.end_command(true);
+  CHECK(memory.measured);
+  CHECK(memory.peak_bytes == 5 * kMiB);
+  CHECK(memory.oom_killed);
+  fake.slot.begin_command();
+  CHECK_FALSE(fake.slot.end_command(false).measured);  // the child did not join
+}
+
+TEST_CASE("v2 memory.peak without a reset: only a peak the command raised is its own",
+          "[cgroup][slot][v2]") {
+  FakeV2Slot fake("100000000\n", false);
+  REQUIRE(fake.slot.measures_memory());
+  CHECK_FALSE(fake.slot.peak_resets());
+  fake.slot.begin_command();
+  fake.set("memory.peak", "150000000\n");
+  CommandMemory memory = fake.slot.end_command(true);
+  CHECK(memory.measured);
+  CHECK(memory.peak_bytes == 150000000 - 20000000);
+  CHECK(memory.baseline_bytes == 20000000);
+  fake.slot.begin_command();
+  memory = fake.slot.end_command(true);  // stayed below the old peak: unknown
+  CHECK_FALSE(memory.measured);
+  bool from_cgroup = true;
+  CHECK(reported_peak_bytes(memory, 3000, from_cgroup) == 3000 * 1024);
+  CHECK_FALSE(from_cgroup);
+}
+
+TEST_CASE("a slot without memory files still opens, and measures nothing", "[cgroup][slot][v2]") {
+  FakeV2Slot fake("", true, false);
+  CHECK(fake.slot.is_open());
+  CHECK_FALSE(fake.slot.measures_memory());
+  fake.slot.begin_command();
+  CHECK_FALSE(fake.slot.end_command(true).measured);
+}
+
+TEST_CASE("a directory that is not a cgroup is refused", "[cgroup][slot]") {
+  test::TempDir root;
+  REQUIRE(mkdir((root / "slot-0").c_str(), 0755) == 0);
+  SlotCgroupConfig config;
+  config.version = CgroupVersion::kV1;
+  config.pool_dir = root.path();
+  SlotCgroup slot;
+  std::string why;
+  CHECK_FALSE(slot.open(config, why));
+  CHECK(why.find("not a cgroup") != std::string::npos);
+  CHECK(slot.procs_fd() == -1);
+  CHECK(slot.signal_all(SIGKILL) == 0);
+}
+
+}  // namespace
+}  // namespace spawnpool::detail
