@@ -153,8 +153,11 @@ TEST_CASE("an OOM kill inside the slot is detected, and only for that command", 
   leaks.verify();
 }
 
-// What a process adds besides its allocation: its stack, heap, page tables and the
-// per-CPU charge batches (64 pages per CPU), plus the noise of a shared machine.
+// The peak may miss a little: the kernel charges in per-CPU batches of 64 pages, so the
+// baseline read at the start can be up to 256 KiB per CPU off. It may add a little: the
+// process's own stack, heap and page tables. Measured here (cgroup_measure_test.cc,
+// 1 MiB to 1 GiB, 5 runs each): -264 KiB to +1.5 MiB. Asserted: -1 MiB to +6 MiB.
+constexpr std::int64_t kPeakShortfall = 1 * kMiB;
 constexpr std::int64_t kPeakTolerance = 6 * kMiB;
 
 TEST_CASE("the peak is the command's own, within a few MiB", "[cgroup][slot]") {
@@ -168,7 +171,7 @@ TEST_CASE("the peak is the command's own, within a few MiB", "[cgroup][slot]") {
       REQUIRE(WIFEXITED(run.reaped.status));
       INFO("peak " << run.memory.peak_bytes << ", rusage " << run.reaped.max_rss_kb << " kB");
       CHECK(run.memory.measured);
-      CHECK(run.memory.peak_bytes >= 64 * kMiB);
+      CHECK(run.memory.peak_bytes >= 64 * kMiB - kPeakShortfall);
       CHECK(run.memory.peak_bytes <= 64 * kMiB + kPeakTolerance);
       CHECK_FALSE(run.memory.oom_killed);
     }
@@ -176,7 +179,7 @@ TEST_CASE("the peak is the command's own, within a few MiB", "[cgroup][slot]") {
       const Run run = run_in_slot(made.slot, {helper("alloc_touch"), "32", "300", "3"});
       REQUIRE(WIFEXITED(run.reaped.status));
       INFO("peak " << run.memory.peak_bytes << ", rusage " << run.reaped.max_rss_kb << " kB");
-      CHECK(run.memory.peak_bytes >= 96 * kMiB);
+      CHECK(run.memory.peak_bytes >= 96 * kMiB - kPeakShortfall);
       CHECK(run.memory.peak_bytes <= 96 * kMiB + 3 * kPeakTolerance);
       CHECK(run.reaped.max_rss_kb * 1024 < 48 * kMiB);  // the largest process only
       bool from_cgroup = false;
@@ -206,6 +209,36 @@ TEST_CASE("page cache an earlier command left in the slot is not the next one's 
     INFO("next: peak " << small.memory.peak_bytes << ", baseline " << small.memory.baseline_bytes);
     CHECK(small.memory.baseline_bytes >= 48 * kMiB);  // the cache is still charged here
     CHECK(small.memory.peak_bytes < 4 * kMiB);
+  }
+  leaks.verify();
+}
+
+TEST_CASE("cache reclaimed while a command runs lowers the cgroup's figure, never the reported peak",
+          "[cgroup][slot]") {
+  test::LeakCheck leaks;
+  {
+    HandMadeSlot made(false);
+    CGROUP_TEST_SKIP_UNLESS(made.pool, made.why_not);
+    CGROUP_TEST_SKIP_UNLESS(made.slot.measures_memory(), "the slot has no memory controller");
+    const bool v1 = made.slot.config().version == CgroupVersion::kV1;
+    // The pool's cgroup is capped (as a driver's cgroup may be): the command's memory
+    // can only come from the cache the earlier command left, which the kernel reclaims.
+    REQUIRE(write_file_text(made.pool->dir() + (v1 ? "/memory.limit_in_bytes" : "/memory.max"),
+                            std::to_string(200 * kMiB)));
+    test::TempDir files;
+    const Run writer = run_in_slot(made.slot, {"/bin/dd", "if=/dev/zero", "of=" + files / "out",
+                                               "bs=1M", "count=150", "conv=fsync", "status=none"});
+    REQUIRE(WIFEXITED(writer.reaped.status));
+    const Run run = run_in_slot(made.slot, {helper("alloc_touch"), "120"});
+    REQUIRE(WIFEXITED(run.reaped.status));
+    bool from_cgroup = false;
+    const std::int64_t reported =
+        reported_peak_bytes(run.memory, run.reaped.max_rss_kb, from_cgroup);
+    INFO("baseline " << run.memory.baseline_bytes << ", cgroup peak " << run.memory.peak_bytes
+                     << ", ru_maxrss " << run.reaped.max_rss_kb << " kB");
+    if (run.memory.baseline_bytes >= 100 * kMiB) CHECK(run.memory.peak_bytes < 120 * kMiB);
+    CHECK(from_cgroup);
+    CHECK(reported >= 120 * kMiB - kPeakShortfall);
   }
   leaks.verify();
 }
