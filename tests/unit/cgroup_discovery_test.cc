@@ -24,7 +24,8 @@ constexpr const char* kUnifiedMountinfo =
     "30 23 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 "
     "rw,nsdelegate,memory_recursiveprot\n";
 
-TEST_CASE("hybrid: the v1 memory hierarchy, and the v2 cgroup for pressure", "[cgroup][discovery]") {
+TEST_CASE("hybrid: the v1 memory hierarchy, and the v2 cgroup for pressure",
+          "[cgroup][discovery]") {
   const CgroupHierarchy found = parse_memory_hierarchy(
       "9:name=systemd:/\n4:memory:/process_api/921a\n1:cpu:/\n0::/\n", kHybridMountinfo);
   CHECK(found.version == CgroupVersion::kV1);
@@ -61,7 +62,8 @@ TEST_CASE("namespaces and bind mounts: paths are taken relative to the mount's r
     CHECK_FALSE(found.why_not.empty());
   }
   SECTION("a cgroup outside the namespace's view") {
-    const CgroupHierarchy found = parse_memory_hierarchy("0::/../../elsewhere\n", kUnifiedMountinfo);
+    const CgroupHierarchy found =
+        parse_memory_hierarchy("0::/../../elsewhere\n", kUnifiedMountinfo);
     CHECK(found.version == CgroupVersion::kNone);
   }
 }
@@ -117,7 +119,9 @@ TEST_CASE("the tightest limit of a cgroup and its ancestors binds", "[cgroup][di
 
 TEST_CASE("memory.pressure: the driver's v2 cgroup's, never the root's", "[cgroup][discovery]") {
   CgroupHierarchy hierarchy = find_memory_hierarchy();
-  if (!hierarchy.v2_dir.empty() && cgroup_version_of(hierarchy.v2_dir + "/..") != CgroupVersion::kV2)
+  const bool at_root = !hierarchy.v2_dir.empty() &&
+                       cgroup_version_of(hierarchy.v2_dir + "/..") != CgroupVersion::kV2;
+  if (at_root)
     CHECK(memory_pressure_file(hierarchy).empty());  // at the root: /proc/pressure/memory
   std::string why;
   const auto unified = test::TestCgroup::in_unified_hierarchy(why);

@@ -16,7 +16,7 @@
 
 #include "engine/src/memory/cgroup_tree.h"
 #include "tests/unit/cgroup_test_support.h"
-#include "tests/unit/leak_check.h"
+#include "tests/unit/test_support.h"
 #include "worker_pool/cgroup_files.h"
 
 extern char** environ;
@@ -121,13 +121,8 @@ std::vector<pid_t> escaped_processes(const std::string& pool_dir) {
 
 TEST_CASE("driver SIGKILLed: its spawners kill every slot and remove the pool's cgroups",
           "[cgroup][tree][driver-death]") {
-  test::become_subreaper();  // the stubs and the escaped processes come to us
-  test::LeakCheck leaks;
-  {
-    std::string why;
-    const auto parent = test::TestCgroup::in_memory_hierarchy(why);
-    CGROUP_TEST_SKIP_UNLESS(parent, why);
-    const DriverRun run = start_driver(parent->dir(), false);
+  test::with_test_cgroup(false, [](const test::TestCgroup& parent) {
+    const DriverRun run = start_driver(parent.dir(), false);
     REQUIRE(!run.pool_dir.empty());
     REQUIRE(run.stubs.size() == kSlots);
     const std::vector<pid_t> escaped = escaped_processes(run.pool_dir);
@@ -135,36 +130,27 @@ TEST_CASE("driver SIGKILLed: its spawners kill every slot and remove the pool's 
     kill(run.driver, SIGKILL);
     test::reap(run.driver);
     for (pid_t stub : run.stubs) {
-      const test::Reaped reaped = test::reap(stub);  // reparented to us
+      const test::Reaped reaped = test::reap(stub);  // reparented to us, the subreaper
       CHECK(WIFEXITED(reaped.status));
       CHECK(WEXITSTATUS(reaped.status) == 0);
     }
     CHECK(access(run.pool_dir.c_str(), F_OK) != 0);
     for (pid_t pid : escaped) CHECK(test::wait_until([&] { return test::process_is_gone(pid); }));
-    CHECK(test::child_cgroups(parent->dir()).empty());
-    CHECK(test::reap_all_children(std::chrono::seconds(5)));
-  }
-  leaks.verify();
+    CHECK(test::child_cgroups(parent.dir()).empty());
+  });
 }
 
 TEST_CASE("a pool's close with goodbyes: the driver removes the tree itself",
           "[cgroup][tree][driver-death]") {
-  test::become_subreaper();
-  test::LeakCheck leaks;
-  {
-    std::string why;
-    const auto parent = test::TestCgroup::in_memory_hierarchy(why);
-    CGROUP_TEST_SKIP_UNLESS(parent, why);
-    const DriverRun run = start_driver(parent->dir(), true);
+  test::with_test_cgroup(false, [](const test::TestCgroup& parent) {
+    const DriverRun run = start_driver(parent.dir(), true);
     REQUIRE(!run.pool_dir.empty());
     const test::Reaped driver = test::reap(run.driver);
     CHECK(WIFEXITED(driver.status));
     CHECK(WEXITSTATUS(driver.status) == 0);
     CHECK(access(run.pool_dir.c_str(), F_OK) != 0);
-    CHECK(test::child_cgroups(parent->dir()).empty());
-    CHECK(test::reap_all_children(std::chrono::seconds(5)));
-  }
-  leaks.verify();
+    CHECK(test::child_cgroups(parent.dir()).empty());
+  });
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <functional>
 #include <vector>
 
 #include "tests/unit/cgroup_test_support.h"
@@ -26,12 +27,20 @@ std::int64_t median(std::vector<std::int64_t> values) {
   return values.empty() ? 0 : values[values.size() / 2];
 }
 
-bool open_slot(const test::TestCgroup& pool, SlotCgroup& slot) {
-  SlotCgroupConfig config;
-  config.version = pool.version();
-  config.pool_dir = pool.dir();
+// Runs `body` with slot-0 of a fresh test cgroup open; skips with the reason where none.
+void with_open_slot(bool unified,
+                    const std::function<void(const test::TestCgroup&, SlotCgroup&)>& body) {
   std::string why;
-  return !pool.make_child(slot_dir_name(0)).empty() && slot.open(config, why);
+  const auto pool = unified ? test::TestCgroup::in_unified_hierarchy(why)
+                            : test::TestCgroup::in_memory_hierarchy(why);
+  CGROUP_TEST_SKIP_UNLESS(pool, why);
+  SlotCgroupConfig config;
+  config.version = pool->version();
+  config.pool_dir = pool->dir();
+  SlotCgroup slot;
+  REQUIRE(!pool->make_child(slot_dir_name(0)).empty());
+  REQUIRE(slot.open(config, why));
+  body(*pool, slot);
 }
 
 // vfork, as the spawner's clone(CLONE_VM | CLONE_VFORK): the child writes the time its
@@ -56,97 +65,90 @@ std::int64_t spawn_true(int procs_fd, std::int64_t* join_ns) {
 }
 
 TEST_CASE("cost of the spawner-side calls per command", "[.measure]") {
-  std::string why;
-  const auto pool = test::TestCgroup::in_memory_hierarchy(why);
-  CGROUP_TEST_SKIP_UNLESS(pool, why);
-  SlotCgroup slot;
-  REQUIRE(open_slot(*pool, slot));
-  std::vector<std::int64_t> begin_ns, end_ns;
-  for (int i = 0; i < 20000; ++i) {
-    const std::int64_t t0 = monotonic_ns();
-    slot.begin_command();
-    const std::int64_t t1 = monotonic_ns();
-    slot.end_command(true);
-    const std::int64_t t2 = monotonic_ns();
-    begin_ns.push_back(t1 - t0);
-    end_ns.push_back(t2 - t1);
-  }
-  // Spawns of /bin/true: plain, joining only, and with every per-command call, in
-  // alternating batches (the machine is shared: medians of interleaved runs).
-  std::vector<std::int64_t> plain, joined, with_cgroup, join_ns, begin_in_loop, end_in_loop;
-  for (int round = 0; round < 20; ++round) {
-    for (int i = 0; i < 200; ++i) plain.push_back(spawn_true(-1, nullptr));
-    std::int64_t join = 0;
-    for (int i = 0; i < 200; ++i) joined.push_back(spawn_true(slot.procs_fd(), &join));
-    for (int i = 0; i < 200; ++i) {
+  with_open_slot(false, [](const test::TestCgroup& pool, SlotCgroup& slot) {
+    std::vector<std::int64_t> begin_ns, end_ns;
+    for (int i = 0; i < 20000; ++i) {
       const std::int64_t t0 = monotonic_ns();
       slot.begin_command();
       const std::int64_t t1 = monotonic_ns();
-      spawn_true(slot.procs_fd(), &join);
-      const std::int64_t t2 = monotonic_ns();
       slot.end_command(true);
-      const std::int64_t t3 = monotonic_ns();
-      with_cgroup.push_back(t3 - t0);
-      begin_in_loop.push_back(t1 - t0);
-      end_in_loop.push_back(t3 - t2);
-      join_ns.push_back(join);
+      const std::int64_t t2 = monotonic_ns();
+      begin_ns.push_back(t1 - t0);
+      end_ns.push_back(t2 - t1);
     }
-  }
-  const double base = static_cast<double>(median(plain));
-  std::printf("%s: begin_command %lld ns, end_command %lld ns, join in the child %lld ns "
-              "(medians)\n/bin/true spawn+reap (median of 4000 each): plain %.1f us, joining "
-              "%.1f us (%.3fx), with every call %.1f us (%.3fx); there, begin_command %lld ns, "
-              "end_command %lld ns\n",
-              pool->version() == CgroupVersion::kV1 ? "v1" : "v2",
-              static_cast<long long>(median(begin_ns)), static_cast<long long>(median(end_ns)),
-              static_cast<long long>(median(join_ns)), base / 1000,
-              static_cast<double>(median(joined)) / 1000, static_cast<double>(median(joined)) / base,
-              static_cast<double>(median(with_cgroup)) / 1000,
-              static_cast<double>(median(with_cgroup)) / base,
-              static_cast<long long>(median(begin_in_loop)),
-              static_cast<long long>(median(end_in_loop)));
+    // Spawns of /bin/true: plain, joining only, and with every per-command call, in
+    // alternating batches (the machine is shared: medians of interleaved runs).
+    std::vector<std::int64_t> plain, joined, with_cgroup, join_ns, begin_in_loop, end_in_loop;
+    for (int round = 0; round < 20; ++round) {
+      for (int i = 0; i < 200; ++i) plain.push_back(spawn_true(-1, nullptr));
+      std::int64_t join = 0;
+      for (int i = 0; i < 200; ++i) joined.push_back(spawn_true(slot.procs_fd(), &join));
+      for (int i = 0; i < 200; ++i) {
+        const std::int64_t t0 = monotonic_ns();
+        slot.begin_command();
+        const std::int64_t t1 = monotonic_ns();
+        spawn_true(slot.procs_fd(), &join);
+        const std::int64_t t2 = monotonic_ns();
+        slot.end_command(true);
+        const std::int64_t t3 = monotonic_ns();
+        with_cgroup.push_back(t3 - t0);
+        begin_in_loop.push_back(t1 - t0);
+        end_in_loop.push_back(t3 - t2);
+        join_ns.push_back(join);
+      }
+    }
+    const double base = static_cast<double>(median(plain));
+    std::printf("%s: begin_command %lld ns, end_command %lld ns, join in the child %lld ns "
+                "(medians)\n/bin/true spawn+reap (median of 4000 each): plain %.1f us, joining "
+                "%.1f us (%.3fx), with every call %.1f us (%.3fx); there, begin_command %lld ns, "
+                "end_command %lld ns\n",
+                pool.version() == CgroupVersion::kV1 ? "v1" : "v2",
+                static_cast<long long>(median(begin_ns)), static_cast<long long>(median(end_ns)),
+                static_cast<long long>(median(join_ns)), base / 1000,
+                static_cast<double>(median(joined)) / 1000,
+                static_cast<double>(median(joined)) / base,
+                static_cast<double>(median(with_cgroup)) / 1000,
+                static_cast<double>(median(with_cgroup)) / base,
+                static_cast<long long>(median(begin_in_loop)),
+                static_cast<long long>(median(end_in_loop)));
+  });
 }
 
 TEST_CASE("cost of joining a v2 cgroup (unified hierarchy)", "[.measure]") {
-  std::string why;
-  const auto pool = test::TestCgroup::in_unified_hierarchy(why);
-  CGROUP_TEST_SKIP_UNLESS(pool, why);
-  SlotCgroup slot;
-  REQUIRE(open_slot(*pool, slot));
-  std::vector<std::int64_t> join_ns;
-  for (int i = 0; i < 2000; ++i) {
-    std::int64_t join = 0;
-    spawn_true(slot.procs_fd(), &join);
-    join_ns.push_back(join);
-  }
-  std::printf("v2: join in the child %lld ns (median of 2000)\n",
-              static_cast<long long>(median(join_ns)));
+  with_open_slot(true, [](const test::TestCgroup&, SlotCgroup& slot) {
+    std::vector<std::int64_t> join_ns;
+    for (int i = 0; i < 2000; ++i) {
+      std::int64_t join = 0;
+      spawn_true(slot.procs_fd(), &join);
+      join_ns.push_back(join);
+    }
+    std::printf("v2: join in the child %lld ns (median of 2000)\n",
+                static_cast<long long>(median(join_ns)));
+  });
 }
 
 TEST_CASE("peak accuracy: measured minus allocated", "[.measure]") {
-  std::string why;
-  const auto pool = test::TestCgroup::in_memory_hierarchy(why);
-  CGROUP_TEST_SKIP_UNLESS(pool, why);
-  SlotCgroup slot;
-  REQUIRE(open_slot(*pool, slot));
-  for (const char* mib : {"1", "16", "64", "256", "1024"}) {
-    std::vector<std::int64_t> excess, rss_excess;
-    for (int i = 0; i < 5; ++i) {
-      slot.begin_command();
-      const auto started = test::start_in_slot(slot.procs_fd(), {test::helper("alloc_touch"), mib});
-      const test::Reaped reaped = test::reap(started.pid);
-      const CommandMemory memory = slot.end_command(started.join_error == 0);
-      excess.push_back(memory.peak_bytes - (std::atoll(mib) << 20));
-      rss_excess.push_back(reaped.max_rss_kb * 1024 - (std::atoll(mib) << 20));
+  with_open_slot(false, [](const test::TestCgroup&, SlotCgroup& slot) {
+    for (const char* mib : {"1", "16", "64", "256", "1024"}) {
+      std::vector<std::int64_t> excess, rss_excess;
+      for (int i = 0; i < 5; ++i) {
+        slot.begin_command();
+        const auto started =
+            test::start_in_slot(slot.procs_fd(), {test::helper("alloc_touch"), mib});
+        const test::Reaped reaped = test::reap(started.pid);
+        const CommandMemory memory = slot.end_command(started.join_error == 0);
+        excess.push_back(memory.peak_bytes - (std::atoll(mib) << 20));
+        rss_excess.push_back(reaped.max_rss_kb * 1024 - (std::atoll(mib) << 20));
+      }
+      std::sort(excess.begin(), excess.end());
+      std::printf("%5s MiB: cgroup peak - allocated: min %lld, median %lld, max %lld KiB; "
+                  "ru_maxrss - allocated: median %lld KiB\n",
+                  mib, static_cast<long long>(excess.front() / 1024),
+                  static_cast<long long>(median(excess) / 1024),
+                  static_cast<long long>(excess.back() / 1024),
+                  static_cast<long long>(median(rss_excess) / 1024));
     }
-    std::sort(excess.begin(), excess.end());
-    std::printf("%5s MiB: cgroup peak - allocated: min %lld, median %lld, max %lld KiB; "
-                "ru_maxrss - allocated: median %lld KiB\n",
-                mib, static_cast<long long>(excess.front() / 1024),
-                static_cast<long long>(median(excess) / 1024),
-                static_cast<long long>(excess.back() / 1024),
-                static_cast<long long>(median(rss_excess) / 1024));
-  }
+  });
 }
 
 }  // namespace

@@ -9,9 +9,10 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 
 #include "tests/unit/cgroup_test_support.h"
-#include "tests/unit/leak_check.h"
+#include "tests/unit/test_support.h"
 #include "worker_pool/cgroup_files.h"
 #include "worker_pool/cgroup_slot.h"
 
@@ -24,22 +25,33 @@ constexpr std::int64_t kMiB = 1 << 20;
 
 // A pool directory (the test cgroup) with one slot, and the spawner's view of it.
 struct HandMadeSlot {
-  std::unique_ptr<TestCgroup> pool;
   SlotCgroup slot;
   std::string why_not;
 
-  explicit HandMadeSlot(bool unified) {
-    pool = unified ? TestCgroup::in_unified_hierarchy(why_not)
-                   : TestCgroup::in_memory_hierarchy(why_not);
-    if (!pool) return;
+  explicit HandMadeSlot(const TestCgroup& pool) {
     SlotCgroupConfig config;
-    config.version = pool->version();
-    config.pool_dir = pool->dir();
+    config.version = pool.version();
+    config.pool_dir = pool.dir();
     config.driver_pid = getpid();
-    if (pool->make_child(slot_dir_name(0)).empty() || !slot.open(config, why_not)) pool.reset();
+    if (pool.make_child(slot_dir_name(0)).empty()) why_not = "cannot create slot-0";
+    if (why_not.empty()) slot.open(config, why_not);
   }
   std::string dir() const { return slot_dir(slot.config()); }
+  std::string tail() const { return dir().substr(dir().find("/cgtest-")); }
 };
+
+// Runs `body` with a slot in a fresh test cgroup (test::with_test_cgroup); with
+// `needs_memory`, skips where the slot measures nothing.
+void with_slot(bool unified, bool needs_memory,
+               const std::function<void(const TestCgroup&, HandMadeSlot&)>& body) {
+  test::with_test_cgroup(unified, [&](const TestCgroup& pool) {
+    HandMadeSlot made(pool);
+    CGROUP_TEST_SKIP_UNLESS(made.slot.is_open(), made.why_not);
+    CGROUP_TEST_SKIP_UNLESS(!needs_memory || made.slot.measures_memory(),
+                            "the slot has no memory controller");
+    body(pool, made);
+  });
+}
 
 // One command through the slot as the spawner will run it: begin, start, reap, end.
 struct Run {
@@ -62,82 +74,62 @@ Run run_in_slot(SlotCgroup& slot, const std::vector<std::string>& argv) {
 
 std::string helper(const std::string& name) { return test::helper(name); }
 
-TEST_CASE("a command joins its slot's cgroup before exec; the spawner stays put", "[cgroup][slot]") {
-  const bool unified = GENERATE(false, true);
-  test::LeakCheck leaks;
-  {
-    HandMadeSlot made(unified);
-    CGROUP_TEST_SKIP_UNLESS(made.pool, made.why_not);
-    const std::string own_before = test::cgroup_of(getpid(), made.slot.config().version);
+std::string limit_file(const HandMadeSlot& made) {
+  return made.slot.config().version == CgroupVersion::kV1 ? "/memory.limit_in_bytes"
+                                                          : "/memory.max";
+}
+
+TEST_CASE("a command joins its slot's cgroup before exec; the spawner stays put",
+          "[cgroup][slot]") {
+  with_slot(GENERATE(false, true), false, [](const TestCgroup&, HandMadeSlot& made) {
+    const CgroupVersion version = made.slot.config().version;
+    const std::string own_before = test::cgroup_of(getpid(), version);
     for (int round = 0; round < 2; ++round) {  // the descriptor serves every command
       const Run run = run_in_slot(made.slot, {"/bin/cat", "/proc/self/cgroup"});
       CHECK(WIFEXITED(run.reaped.status));
       INFO("command's /proc/self/cgroup:\n" << run.out);
-      const std::string tail = made.dir().substr(made.dir().find("/cgtest-"));
-      const std::string line = made.slot.config().version == CgroupVersion::kV2
-                                   ? "0::" : "memory:";
-      CHECK(run.out.find(line) != std::string::npos);
-      CHECK(run.out.find(tail + "\n") != std::string::npos);
+      CHECK(run.out.find(version == CgroupVersion::kV2 ? "0::" : "memory:") != std::string::npos);
+      CHECK(run.out.find(made.tail() + "\n") != std::string::npos);
     }
-    CHECK(test::cgroup_of(getpid(), made.slot.config().version) == own_before);
-  }
-  leaks.verify();
+    CHECK(test::cgroup_of(getpid(), version) == own_before);
+  });
 }
 
 TEST_CASE("kill_all ends a process that left the command's group and session", "[cgroup][slot]") {
-  const bool unified = GENERATE(false, true);
-  test::become_subreaper();  // the orphaned grandchild comes to us to be reaped
-  test::LeakCheck leaks;
-  {
-    HandMadeSlot made(unified);
-    CGROUP_TEST_SKIP_UNLESS(made.pool, made.why_not);
+  with_slot(GENERATE(false, true), false, [](const TestCgroup&, HandMadeSlot& made) {
     const Run run = run_in_slot(made.slot, {helper("double_fork_setsid")});
     REQUIRE(WIFEXITED(run.reaped.status));
     const pid_t escaped = static_cast<pid_t>(std::atoi(run.out.c_str()));
     REQUIRE(escaped > 0);
     CHECK_FALSE(test::process_is_gone(escaped));
-    CHECK(getpgid(escaped) != run.pid);  // not in the command's process group
+    CHECK(getpgid(escaped) != run.pid);   // not in the command's process group
     CHECK(getsid(escaped) != getsid(0));  // nor in the session the command ran in
-    const std::string tail = made.dir().substr(made.dir().find("/cgtest-"));
-    CHECK(test::cgroup_of(escaped, made.slot.config().version).find(tail) != std::string::npos);
+    CHECK(test::cgroup_of(escaped, made.slot.config().version).find(made.tail()) !=
+          std::string::npos);
     CHECK(made.slot.kill_all(std::chrono::seconds(5)));
     CHECK(test::wait_until([&] { return test::process_is_gone(escaped); }));
     std::string procs;
     REQUIRE(read_file_text(made.dir() + "/cgroup.procs", procs));
     CHECK(procs.empty());
-    CHECK(test::reap_all_children(std::chrono::seconds(5)));
-  }
-  leaks.verify();
+  });
 }
 
 TEST_CASE("signal_all sends a cancel's signal past the process group too", "[cgroup][slot]") {
-  test::become_subreaper();
-  test::LeakCheck leaks;
-  {
-    HandMadeSlot made(false);
-    CGROUP_TEST_SKIP_UNLESS(made.pool, made.why_not);
+  with_slot(false, false, [](const TestCgroup&, HandMadeSlot& made) {
     const Run run = run_in_slot(made.slot, {helper("double_fork_setsid")});
     const pid_t escaped = static_cast<pid_t>(std::atoi(run.out.c_str()));
     REQUIRE(escaped > 0);
     CHECK(made.slot.signal_all(SIGTERM) == 1);
     CHECK(test::wait_until([&] { return test::process_is_gone(escaped); }));
     CHECK(made.slot.signal_all(SIGTERM) == 0);
-    CHECK(test::reap_all_children(std::chrono::seconds(5)));
-  }
-  leaks.verify();
+  });
 }
 
 TEST_CASE("an OOM kill inside the slot is detected, and only for that command", "[cgroup][slot]") {
-  test::LeakCheck leaks;
-  {
-    HandMadeSlot made(false);
-    CGROUP_TEST_SKIP_UNLESS(made.pool, made.why_not);
-    CGROUP_TEST_SKIP_UNLESS(made.slot.measures_memory(), "the slot has no memory controller");
-    const bool v1 = made.slot.config().version == CgroupVersion::kV1;
+  with_slot(false, true, [](const TestCgroup&, HandMadeSlot& made) {
     // A per-test limit: the command allocates past it and the kernel's OOM killer ends it.
-    REQUIRE(write_file_text(made.dir() + (v1 ? "/memory.limit_in_bytes" : "/memory.max"),
-                            std::to_string(32 * kMiB)));
-    if (!v1) write_file_text(made.dir() + "/memory.swap.max", "0");
+    REQUIRE(write_file_text(made.dir() + limit_file(made), std::to_string(32 * kMiB)));
+    write_file_text(made.dir() + "/memory.swap.max", "0");  // v2; absent on v1
     const Run killed = run_in_slot(made.slot, {helper("alloc_touch"), "128"});
     CHECK(WIFSIGNALED(killed.reaped.status));
     CHECK(WTERMSIG(killed.reaped.status) == SIGKILL);
@@ -149,8 +141,7 @@ TEST_CASE("an OOM kill inside the slot is detected, and only for that command", 
     CHECK(WIFEXITED(fits.reaped.status));
     CHECK(WEXITSTATUS(fits.reaped.status) == 0);
     CHECK_FALSE(fits.memory.oom_killed);
-  }
-  leaks.verify();
+  });
 }
 
 // The peak may miss a little: the kernel charges in per-CPU batches of 64 pages, so the
@@ -161,11 +152,7 @@ constexpr std::int64_t kPeakShortfall = 1 * kMiB;
 constexpr std::int64_t kPeakTolerance = 6 * kMiB;
 
 TEST_CASE("the peak is the command's own, within a few MiB", "[cgroup][slot]") {
-  test::LeakCheck leaks;
-  {
-    HandMadeSlot made(false);
-    CGROUP_TEST_SKIP_UNLESS(made.pool, made.why_not);
-    CGROUP_TEST_SKIP_UNLESS(made.slot.measures_memory(), "the slot has no memory controller");
+  with_slot(false, true, [](const TestCgroup&, HandMadeSlot& made) {
     SECTION("one process of 64 MiB") {
       const Run run = run_in_slot(made.slot, {helper("alloc_touch"), "64", "100"});
       REQUIRE(WIFEXITED(run.reaped.status));
@@ -187,21 +174,15 @@ TEST_CASE("the peak is the command's own, within a few MiB", "[cgroup][slot]") {
             run.memory.peak_bytes);
       CHECK(from_cgroup);
     }
-  }
-  leaks.verify();
+  });
 }
 
 TEST_CASE("page cache an earlier command left in the slot is not the next one's peak",
           "[cgroup][slot]") {
-  test::LeakCheck leaks;
-  {
-    HandMadeSlot made(false);
-    CGROUP_TEST_SKIP_UNLESS(made.pool, made.why_not);
-    CGROUP_TEST_SKIP_UNLESS(made.slot.measures_memory(), "the slot has no memory controller");
+  with_slot(false, true, [](const TestCgroup&, HandMadeSlot& made) {
     test::TempDir files;
-    const Run writer = run_in_slot(
-        made.slot, {"/bin/dd", "if=/dev/zero", "of=" + files / "out", "bs=1M", "count=64",
-                    "status=none"});
+    const Run writer = run_in_slot(made.slot, {"/bin/dd", "if=/dev/zero", "of=" + files / "out",
+                                               "bs=1M", "count=64", "status=none"});
     REQUIRE(WIFEXITED(writer.reaped.status));
     INFO("writer: peak " << writer.memory.peak_bytes);
     CHECK(writer.memory.peak_bytes >= 60 * kMiB);  // its own page cache counts for it
@@ -209,22 +190,15 @@ TEST_CASE("page cache an earlier command left in the slot is not the next one's 
     INFO("next: peak " << small.memory.peak_bytes << ", baseline " << small.memory.baseline_bytes);
     CHECK(small.memory.baseline_bytes >= 48 * kMiB);  // the cache is still charged here
     CHECK(small.memory.peak_bytes < 4 * kMiB);
-  }
-  leaks.verify();
+  });
 }
 
-TEST_CASE("cache reclaimed while a command runs lowers the cgroup's figure, never the reported peak",
+TEST_CASE("cache reclaimed during a command lowers the cgroup's figure, not the reported peak",
           "[cgroup][slot]") {
-  test::LeakCheck leaks;
-  {
-    HandMadeSlot made(false);
-    CGROUP_TEST_SKIP_UNLESS(made.pool, made.why_not);
-    CGROUP_TEST_SKIP_UNLESS(made.slot.measures_memory(), "the slot has no memory controller");
-    const bool v1 = made.slot.config().version == CgroupVersion::kV1;
+  with_slot(false, true, [](const TestCgroup& pool, HandMadeSlot& made) {
     // The pool's cgroup is capped (as a driver's cgroup may be): the command's memory
     // can only come from the cache the earlier command left, which the kernel reclaims.
-    REQUIRE(write_file_text(made.pool->dir() + (v1 ? "/memory.limit_in_bytes" : "/memory.max"),
-                            std::to_string(200 * kMiB)));
+    REQUIRE(write_file_text(pool.dir() + limit_file(made), std::to_string(200 * kMiB)));
     test::TempDir files;
     const Run writer = run_in_slot(made.slot, {"/bin/dd", "if=/dev/zero", "of=" + files / "out",
                                                "bs=1M", "count=150", "conv=fsync", "status=none"});
@@ -239,8 +213,7 @@ TEST_CASE("cache reclaimed while a command runs lowers the cgroup's figure, neve
     if (run.memory.baseline_bytes >= 100 * kMiB) CHECK(run.memory.peak_bytes < 120 * kMiB);
     CHECK(from_cgroup);
     CHECK(reported >= 120 * kMiB - kPeakShortfall);
-  }
-  leaks.verify();
+  });
 }
 
 // A v2 slot on a kernel this machine does not run: plain files stand for memory.peak,

@@ -14,9 +14,11 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <catch2/catch.hpp>
 #include <thread>
 
 #include "engine/src/memory/cgroup_discovery.h"
+#include "tests/unit/leak_check.h"
 #include "worker_pool/cgroup_files.h"
 #include "worker_pool/cgroup_join.h"
 #include "worker_pool/cgroup_kill.h"
@@ -82,7 +84,8 @@ std::unique_ptr<TestCgroup> TestCgroup::under(const std::string& base, std::stri
   }
   remove_stale_test_cgroups(base, version);
   std::uint32_t random = 0;
-  if (getrandom(&random, sizeof random, 0) != sizeof random) random = static_cast<std::uint32_t>(time(nullptr));
+  if (getrandom(&random, sizeof random, 0) != sizeof random)
+    random = static_cast<std::uint32_t>(time(nullptr));
   const std::string dir =
       base + "/cgtest-" + std::to_string(getpid()) + "-" + std::to_string(random);
   if (mkdir(dir.c_str(), 0755) != 0) {
@@ -116,6 +119,23 @@ std::string TestCgroup::make_child(const std::string& name) const {
   const std::string child = dir_ + "/" + name;
   if (mkdir(child.c_str(), 0755) != 0 && errno != EEXIST) return "";
   return child;
+}
+
+void with_test_cgroup(bool unified, const std::function<void(const TestCgroup&)>& body) {
+  become_subreaper();
+  LeakCheck leaks;
+  {
+    std::string why;
+    const auto cgroup = unified ? TestCgroup::in_unified_hierarchy(why)
+                                : TestCgroup::in_memory_hierarchy(why);
+    if (!cgroup) {
+      WARN("skipped: " << why);
+      return;
+    }
+    body(*cgroup);
+    CHECK(reap_all_children(std::chrono::seconds(5)));
+  }
+  leaks.verify();
 }
 
 StartedCommand start_in_slot(int procs_fd, const std::vector<std::string>& argv,

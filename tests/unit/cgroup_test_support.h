@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,11 +42,18 @@ class TestCgroup {
   std::string make_child(const std::string& name) const;
 
  private:
-  TestCgroup(std::string dir, detail::CgroupVersion version) : dir_(std::move(dir)), version_(version) {}
+  TestCgroup(std::string dir, detail::CgroupVersion version)
+      : dir_(std::move(dir)), version_(version) {}
   static std::unique_ptr<TestCgroup> under(const std::string& base, std::string& why_not);
   std::string dir_;
   detail::CgroupVersion version_;
 };
+
+/// What every cgroup test that starts processes does around its body: this process is
+/// made the reaper of orphans, a LeakCheck spans it all, `body` gets a fresh test cgroup
+/// (of the memory hierarchy, or with `unified` the v2 one), and every child is reaped
+/// at the end. Where no such cgroup can be made the test is skipped with the reason.
+void with_test_cgroup(bool unified, const std::function<void(const TestCgroup&)>& body);
 
 /// A command started by start_in_slot().
 struct StartedCommand {

@@ -12,7 +12,7 @@
 #include "engine/src/memory/cgroup_discovery.h"
 #include "engine/src/memory/cgroup_tree.h"
 #include "tests/unit/cgroup_test_support.h"
-#include "tests/unit/leak_check.h"
+#include "tests/unit/test_support.h"
 #include "worker_pool/cgroup_files.h"
 #include "worker_pool/cgroup_slot.h"
 
@@ -58,27 +58,28 @@ TEST_CASE("a pool's tree: one cgroup per slot below the driver's, all gone at cl
   CHECK(listed_processes(driver.dir).find(std::to_string(getpid())) != std::string::npos);
 }
 
+// Starts double_fork_setsid in `slot` of `tree`; returns the process it leaves behind.
+pid_t leave_process_in(const CgroupTree& tree, std::uint32_t slot_index) {
+  SlotCgroup slot;
+  std::string why;
+  REQUIRE(slot.open(tree.slot_config(slot_index), why));
+  const auto started =
+      test::start_in_slot(slot.procs_fd(), {test::helper("double_fork_setsid")}, true);
+  const std::string printed = test::read_until_eof(started.stdout_fd);
+  const pid_t escaped = static_cast<pid_t>(std::atoi(printed.c_str()));
+  test::reap(started.pid);
+  REQUIRE(escaped > 0);
+  return escaped;
+}
+
 TEST_CASE("close and kill_slot end what commands left behind", "[cgroup][tree]") {
-  test::become_subreaper();
-  test::LeakCheck leaks;
-  {
-    std::string why;
-    const auto parent = TestCgroup::in_memory_hierarchy(why);
-    CGROUP_TEST_SKIP_UNLESS(parent, why);
+  test::with_test_cgroup(false, [](const TestCgroup& parent) {
     CgroupTreeOptions options;
-    options.parent_dir = parent->dir();
+    options.parent_dir = parent.dir();
+    std::string why;
     auto tree = CgroupTree::create(options, 2, why);
     REQUIRE(tree);
-    std::vector<pid_t> escaped;
-    for (std::uint32_t n = 0; n < 2; ++n) {
-      SlotCgroup slot;
-      REQUIRE(slot.open(tree->slot_config(n), why));
-      const auto started =
-          test::start_in_slot(slot.procs_fd(), {test::helper("double_fork_setsid")}, true);
-      escaped.push_back(static_cast<pid_t>(std::atoi(test::read_until_eof(started.stdout_fd).c_str())));
-      test::reap(started.pid);
-      REQUIRE(escaped.back() > 0);
-    }
+    const pid_t escaped[] = {leave_process_in(*tree, 0), leave_process_in(*tree, 1)};
     // A spawner died: its slot is emptied and stays for the replacement.
     CHECK(tree->kill_slot(0));
     CHECK(test::wait_until([&] { return test::process_is_gone(escaped[0]); }));
@@ -88,9 +89,7 @@ TEST_CASE("close and kill_slot end what commands left behind", "[cgroup][tree]")
     CHECK(tree->close(why));
     CHECK(test::process_is_gone(escaped[1]));
     CHECK_FALSE(exists(pool));
-    CHECK(test::reap_all_children(std::chrono::seconds(5)));
-  }
-  leaks.verify();
+  });
 }
 
 TEST_CASE("cgroups off by SPAWNPOOL_DISABLE_CGROUPS=1: no tree, and the reason",
@@ -162,33 +161,21 @@ TEST_CASE("a hierarchy the driver may not write to: no tree, the reason, nothing
 
 TEST_CASE("v2 without controllers: the tree still places and kills (cgroup.kill)",
           "[cgroup][tree][v2]") {
-  test::become_subreaper();
-  test::LeakCheck leaks;
-  {
-    std::string why;
-    const auto unified = TestCgroup::in_unified_hierarchy(why);
-    CGROUP_TEST_SKIP_UNLESS(unified, why);
+  test::with_test_cgroup(true, [](const TestCgroup& unified) {
     CgroupTreeOptions options;
-    options.parent_dir = unified->dir();
+    options.parent_dir = unified.dir();
     options.require_memory = false;
+    std::string why;
     auto tree = CgroupTree::create(options, 1, why);
     REQUIRE(tree);
     CHECK(tree->version() == CgroupVersion::kV2);
-    SlotCgroup slot;
-    REQUIRE(slot.open(tree->slot_config(0), why));
-    const auto started =
-        test::start_in_slot(slot.procs_fd(), {test::helper("double_fork_setsid")}, true);
-    const pid_t escaped = static_cast<pid_t>(std::atoi(test::read_until_eof(started.stdout_fd).c_str()));
-    test::reap(started.pid);
-    REQUIRE(escaped > 0);
+    const pid_t escaped = leave_process_in(*tree, 0);
     CHECK(test::cgroup_of(escaped, CgroupVersion::kV2).find("/slot-0") != std::string::npos);
     const std::string pool = tree->pool_dir();
     CHECK(tree->close(why));
     CHECK(test::process_is_gone(escaped));
     CHECK_FALSE(exists(pool));
-    CHECK(test::reap_all_children(std::chrono::seconds(5)));
-  }
-  leaks.verify();
+  });
 }
 
 }  // namespace

@@ -79,7 +79,8 @@ std::string unescape_mount_path(std::string_view field) {
     if (field[i] == '\\' && i + 3 < field.size()) {
       const std::string_view digits = field.substr(i + 1, 3);
       if (digits.find_first_not_of("01234567") == std::string_view::npos) {
-        out += static_cast<char>((digits[0] - '0') * 64 + (digits[1] - '0') * 8 + (digits[2] - '0'));
+        out += static_cast<char>((digits[0] - '0') * 64 + (digits[1] - '0') * 8 +
+                                 (digits[2] - '0'));
         i += 3;
         continue;
       }
@@ -142,12 +143,14 @@ CgroupHierarchy find_memory_hierarchy() {
     found.version = CgroupVersion::kNone;
   }
   std::string controllers;
-  if (found.version == CgroupVersion::kV2 &&
-      (!read_file_text(found.dir + "/cgroup.controllers", controllers) ||
-       !has_token(std::string_view(controllers).substr(0, controllers.find('\n')), "memory", ' '))) {
-    found.why_not = "the memory controller is not available in " + found.dir +
-                    " (cgroup.controllers: '" + controllers.substr(0, controllers.find('\n')) + "')";
-    found.version = CgroupVersion::kNone;
+  if (found.version == CgroupVersion::kV2) {
+    read_file_text(found.dir + "/cgroup.controllers", controllers);
+    controllers = controllers.substr(0, controllers.find('\n'));
+    if (!has_token(controllers, "memory", ' ')) {
+      found.why_not = "the memory controller is not available in " + found.dir +
+                      " (cgroup.controllers: '" + controllers + "')";
+      found.version = CgroupVersion::kNone;
+    }
   }
   return found;
 }
