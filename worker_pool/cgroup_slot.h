@@ -60,7 +60,8 @@ class SlotCgroup {
   CommandMemory end_command(bool joined);
 
   /// SIGKILLs every process in the slot (the command, its process group, whatever left
-  /// it) and waits until none is left, at most `timeout`. True once empty.
+  /// it) and waits until none is left, at most `timeout`. True once empty; false also
+  /// when not open (the caller then ends the command's process group as before).
   bool kill_all(std::chrono::milliseconds timeout) const;
   /// Sends `sig` once to every process in the slot; returns how many were listed.
   int signal_all(int sig) const;

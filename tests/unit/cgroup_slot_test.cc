@@ -287,6 +287,20 @@ TEST_CASE("a slot without memory files still opens, and measures nothing", "[cgr
   CHECK_FALSE(fake.slot.end_command(true).measured);
 }
 
+TEST_CASE("without a cgroup the spawner side measures nothing, and says so", "[cgroup][slot]") {
+  SlotCgroup none;  // what a spawner holds when the driver gave it no cgroup
+  CHECK_FALSE(none.is_open());
+  CHECK(none.procs_fd() == -1);
+  none.begin_command();
+  const CommandMemory memory = none.end_command(true);
+  CHECK_FALSE(memory.measured);
+  bool from_cgroup = true;
+  CHECK(reported_peak_bytes(memory, 2048, from_cgroup) == 2048 * 1024);
+  CHECK_FALSE(from_cgroup);  // the reply says: ru_maxrss
+  CHECK(none.signal_all(SIGKILL) == 0);
+  CHECK_FALSE(none.kill_all(std::chrono::milliseconds(10)));
+}
+
 TEST_CASE("a directory that is not a cgroup is refused", "[cgroup][slot]") {
   test::TempDir root;
   REQUIRE(mkdir((root / "slot-0").c_str(), 0755) == 0);
