@@ -55,11 +55,14 @@ bool write_cgroup_kill(int dir_fd) {
 // the file changes, and the 10 ms cap makes a missed notification cost little.
 bool wait_unpopulated(int dir_fd, Clock::time_point deadline) {
   const int fd = open_at(dir_fd, "cgroup.events", O_RDONLY);
-  if (fd < 0) return false;
+  if (fd < 0) return errno == ENOENT;  // removed meanwhile: empty
   bool empty = false;
   for (;;) {
     std::int64_t populated = 1;
-    if (!read_keyed_value(fd, "populated", populated)) break;
+    if (!read_keyed_value(fd, "populated", populated)) {
+      empty = errno == ENOENT || errno == ENODEV;
+      break;
+    }
     if (populated == 0) {
       empty = true;
       break;
