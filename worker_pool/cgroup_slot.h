@@ -53,10 +53,11 @@ class SlotCgroup {
   int procs_fd() const { return procs_fd_; }
 
   /// Just before a launch: resets the slot's peak to its current usage (the baseline)
-  /// and notes the OOM kill counter. Four system calls at most, no allocation.
+  /// and notes the OOM kill counter. Three system calls, no allocation.
   void begin_command();
   /// After the command was reaped: its peak above the baseline and whether the OOM
-  /// killer struck. `joined`: whether the child joined (join_cgroup_from_child gave 0).
+  /// killer struck (two reads). `joined`: whether the child joined
+  /// (join_cgroup_from_child gave 0); a child that did not is not measured.
   CommandMemory end_command(bool joined);
 
   /// SIGKILLs every process in the slot (the command, its process group, whatever left
