@@ -22,21 +22,12 @@ bool take_number(const std::string& text, std::size_t& at, unsigned long long ma
   return true;
 }
 
-std::string parent_of(const std::string& dir) {
-  const std::size_t slash = dir.find_last_of('/');
-  return slash == 0 || slash == std::string::npos ? "/" : dir.substr(0, slash);
-}
-
 }  // namespace
 
 std::string slot_dir_name(std::uint32_t slot) { return "slot-" + std::to_string(slot); }
 
 std::string slot_dir(const SlotCgroupConfig& config) {
   return config.pool_dir + "/" + slot_dir_name(config.slot);
-}
-
-std::string driver_leaf_dir(const std::string& pool_dir, pid_t driver_pid) {
-  return parent_of(pool_dir) + "/spawnpool-" + std::to_string(driver_pid) + "-driver";
 }
 
 std::string encode_slot_cgroup(const SlotCgroupConfig& config) {

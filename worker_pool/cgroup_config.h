@@ -43,9 +43,6 @@ std::string slot_dir_name(std::uint32_t slot);
 /// The pool's slot directory for `config.slot`.
 std::string slot_dir(const SlotCgroupConfig& config);
 
-/// v2: the driver's leaf (home/spawnpool-<driver_pid>-driver) for the pool at `pool_dir`.
-std::string driver_leaf_dir(const std::string& pool_dir, pid_t driver_pid);
-
 /// The spawner's argument: "<version>:<slot>:<flags>:<driver pid>:<pool dir>" (the
 /// directory last: it may hold colons).
 std::string encode_slot_cgroup(const SlotCgroupConfig& config);
