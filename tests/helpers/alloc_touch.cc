@@ -1,0 +1,48 @@
+// alloc_touch MIB [HOLD_MS [PROCESSES]]: each of PROCESSES processes (default 1: this one;
+// more are forked first) allocates MIB MiB of anonymous memory, writes to every page so
+// that all of it is charged, holds it HOLD_MS ms, then exits 0; the first waits for the
+// others. The command of the peak-accuracy and OOM tests: its peak is known.
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdlib>
+
+namespace {
+
+void sleep_ms(long ms) {
+  timespec left{ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&left, &left) != 0 && errno == EINTR) {
+  }
+}
+
+int allocate_and_hold(std::size_t bytes, long hold_ms) {
+  void* memory = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (memory == MAP_FAILED) return 3;
+  volatile char* bytes_of = static_cast<volatile char*>(memory);
+  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  for (std::size_t at = 0; at < bytes; at += page) bytes_of[at] = 1;
+  sleep_ms(hold_ms);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || argc > 4) return 2;
+  const std::size_t bytes = static_cast<std::size_t>(std::atol(argv[1])) << 20;
+  const long hold_ms = argc > 2 ? std::atol(argv[2]) : 0;
+  const int processes = argc > 3 ? std::atoi(argv[3]) : 1;
+  for (int i = 1; i < processes; ++i) {
+    const pid_t pid = fork();
+    if (pid < 0) return 4;
+    if (pid == 0) _exit(allocate_and_hold(bytes, hold_ms));
+  }
+  int status = allocate_and_hold(bytes, hold_ms);
+  for (int child_status; wait(&child_status) > 0;)
+    if (!WIFEXITED(child_status) || WEXITSTATUS(child_status) != 0) status = 5;
+  return status;
+}
