@@ -110,8 +110,9 @@ def run_command(args):
         session.finish()
         if source is not sys.stdin.buffer:
             source.close()
-    if session.stats is not None:
-        console_message(session.stats.report(prefix=_PROG))
+    report = session.report(_PROG)
+    if report:
+        console_message(report)
     return status
 
 
@@ -218,7 +219,7 @@ class _Batch:
 
 def _why(result):
     if not result.started:
-        return '%s (stage %s)' % (result.error_message, result.failure)
+        return result.failure_text()
     if result.returncode < 0:
         return signal.strsignal(-result.returncode) or 'Signal %d' % -result.returncode
     return 'Error %d' % result.returncode

@@ -125,6 +125,14 @@ class Result(types.SimpleNamespace):
     def started(self):
         return self.failure is None
 
+    def failure_text(self):
+        """Why it never started, for a message ('' if it did)."""
+        if self.failure is None:
+            return ''
+        if self.failure == 'spawner_died':     # the message says it all
+            return self.error_message
+        return '%s (stage %s)' % (self.error_message, self.failure)
+
     def __repr__(self):
         if self.failure is None:
             return '<spawnpool.Result returncode=%d>' % self.returncode

@@ -141,6 +141,15 @@ class Session:
         if self.gate is not None:
             self.gate.close()
 
+    def report(self, stats_prefix, line_prefix='', summary=True):
+        """The statistics (if asked for) and, with a launcher and `summary`, what the
+        launcher and the local slots did: text for the end of the build ('' if none)."""
+        text = self.stats.report(prefix=stats_prefix) if self.stats is not None else ''
+        gate = self.gate
+        if summary and gate is not None and gate.launcher is not None:
+            text += ''.join(line_prefix + line + '\n' for line in gate.summary())
+        return text
+
     @property
     def any_layer(self):
         """Whether anything but direct exec is asked for (direct exec is the default)."""
