@@ -15,7 +15,9 @@ warning, then stock spawning (subprocess.Popen under the feature options asked f
 SPAWNPOOL_SCONS_DEBUG=1 prints when pools start and close.
 
 Threading: the spawn functions run in SCons' job threads at once; `_lock` guards
-starting and replacing the pool; the session's layers are thread-safe.
+starting and replacing the pool, which happens only before the build starts (while
+commands run one at a time in the main thread: Configure checks), since SCons fixes its
+own job count then; the session's layers are thread-safe.
 """
 
 import atexit
@@ -41,8 +43,8 @@ _session = None             # spawnpool.stack.Session, made at the first command
 _pool = None                # the live spawnpool.Pool, or None
 _slots = 0                  # slots of _pool
 _pool_failed = False        # the pool could not start: the session runs on Popen
-_inflight = 0               # commands running (a resize waits for 0)
 _stale = True               # start or resize the pool at the next spawn
+_building = False           # the build started: its job count is fixed, commands run
 _decided = None             # None: the option's value may still change; then True/False
 _given_up = False           # stock spawning for good
 _exit_registered = False
@@ -163,12 +165,14 @@ def _wrap(owner, name, after):
 
 def _after_set_option(name, value):
     global _stale
-    if name == 'num_jobs':
+    if name == 'num_jobs' and not _building:
         _stale = True
 
 
 def _after_setup_sig_handler():
     # Main thread, at build start, right after SCons installed its handlers.
+    global _building
+    _building = True
     if not _option_on() or _watch is None:
         return
     from spawnpool.interrupts import STOP_SIGNALS, chain
@@ -221,19 +225,9 @@ def _num_jobs():
 # --- the session's lifetime ---------------------------------------------------------
 
 def _checkout():
-    """The session to run one command in (counted as in flight), or None for stock."""
-    global _inflight
+    """The session to run one command in, or None for stock."""
     with _lock:
-        if _stale and not _refresh_locked():
-            return None
-        _inflight += 1
-        return _session
-
-
-def _checkin():
-    global _inflight
-    with _lock:
-        _inflight -= 1
+        return _session if not _stale or _refresh_locked() else None
 
 
 def _refresh_locked():
@@ -243,11 +237,11 @@ def _refresh_locked():
     if _given_up or not _option_on():
         if _decided is False:
             _give_up()
-        return False
+        return False            # (still stale: the option may yet be parsed)
     slots = _num_jobs()
-    if _session is not None and (_pool_failed or slots == _slots or _inflight):
-        _stale = bool(_inflight) and not _pool_failed and slots != _slots
-        return True             # never pull a pool from under a running command
+    if _session is not None and (_pool_failed or slots == _slots):
+        _stale = False
+        return True
     _pool = _close(_pool)
     try:
         import spawnpool
@@ -273,7 +267,7 @@ def _refresh_locked():
         _session.start(pool)
     else:
         _session.rebase(pool)
-    _stale = False
+    _stale = False              # last: job threads read it without the lock
     if not _exit_registered:
         _exit_registered = True
         atexit.register(_finish)
@@ -320,14 +314,11 @@ def _finish():
 
 def _pool_exec_subprocess(l, env):
     """Replaces posix.exec_subprocess: run [sh, '-c', cmdline], output to the console."""
-    session = _checkout()
+    session = _session if not _stale else _checkout()
     if session is None:
         return _stock_exec_subprocess(l, env)
     command = _Command(l, env)
-    try:
-        result = session.runner.run(command)
-    finally:
-        _checkin()
+    result = session.runner.run(command)
     if result.failure is None:
         return result.returncode
     return _not_started(command, result, None)
@@ -336,14 +327,11 @@ def _pool_exec_subprocess(l, env):
 def _pool_exec_popen3(l, env, stdout, stderr):
     """Replaces posix.exec_popen3 (PSPAWN; Configure passes its config.log stream).
     Configure checks skip the gate: the launcher and the local slots leave them alone."""
-    session = _checkout()
+    session = _session if not _stale else _checkout()
     if session is None:
         return _stock_exec_popen3(l, env, stdout, stderr)
     from spawnpool import popen_style
-    try:
-        result = popen_style.call(session.checks_runner, l, env, stdout, stderr)
-    finally:
-        _checkin()
+    result = popen_style.call(session.checks_runner, l, env, stdout, stderr)
     if result.failure is None:
         return result.returncode
     return _not_started(_Command(l, env), result, stderr)

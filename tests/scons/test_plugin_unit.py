@@ -33,7 +33,6 @@ def fake(monkeypatch):
     monkeypatch.setattr(plugin, '_posix', posix)
     monkeypatch.setattr(plugin, '_Command', Command)
     monkeypatch.setattr(plugin, '_stale', False)
-    monkeypatch.setattr(plugin, '_inflight', 0)
 
     def use(answer):
         runner = FakeRunner(answer)
@@ -53,7 +52,6 @@ def test_spawn_passes_argv_env_and_current_cwd(fake):
     (command,) = runner.commands
     assert (command.argv, command.env, command.cwd, command.output) == (
         ARGV, ENV, os.getcwd(), 'passthrough')
-    assert plugin._inflight == 0
 
 
 def test_pspawn_same_stream_is_merged_and_written_to_its_fd(fake, tmp_path):
@@ -102,7 +100,6 @@ def test_spawn_failures_become_one_line_and_error_2(fake, capfd, tmp_path, resul
     assert lines[0].startswith('scons: *** --process-spawner: ') and words in lines[0], err
     assert lines[0].endswith('; command: gcc -c x.c')
     assert (tmp_path / 'log').read_text() == lines[0] + '\n'   # and in config.log
-    assert plugin._inflight == 0
 
 
 @pytest.mark.parametrize('result', [
@@ -116,7 +113,6 @@ def test_exec_failures_raise_what_stock_popen_raises(fake, result):
         plugin._pool_exec_subprocess(ARGV, ENV)
     assert (info.value.errno, info.value.strerror, info.value.filename) == (
         result.error_number, os.strerror(result.error_number), 'sh')
-    assert plugin._inflight == 0
 
 
 # --- the hooks, on fake SCons of each shape ----------------------------------------------

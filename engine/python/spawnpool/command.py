@@ -63,10 +63,6 @@ class Command:
         """The environment the command gets (env, or os.environ when env is None)."""
         return os.environ if self.env is None else self.env
 
-    def with_output(self, output):
-        """The same command with another output mode."""
-        return Command(self.argv, self.env, self.cwd, output)
-
     def __repr__(self):
         return '<spawnpool.Command %r cwd=%r output=%s>' % (self.argv, self.cwd, self.output)
 

@@ -24,7 +24,7 @@ import select
 import sys
 import threading
 
-from .command import CAPTURE, CAPTURE_MERGED, PASSTHROUGH
+from .command import CAPTURE, CAPTURE_MERGED, PASSTHROUGH, Command
 
 __all__ = ['OutputSync', 'SyncOutput', 'console_message', 'same_open_file', 'write_all']
 
@@ -105,7 +105,8 @@ class SyncOutput:
         if command.output != PASSTHROUGH:
             return self.inner.run(command)      # the caller captures: its bytes
         sync = self.sync
-        result = self.inner.run(command.with_output(sync.capture_mode))
+        result = self.inner.run(Command(command.argv, command.env, command.cwd,
+                                        sync.capture_mode))
         sync.emit(result.stdout, result.stderr)
         return result
 

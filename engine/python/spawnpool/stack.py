@@ -48,7 +48,8 @@ class Recorded:
 
     def run(self, command):
         result = self.inner.run(command)
-        line = shell_line(command.argv)
+        argv = command.argv
+        line = argv[2] if len(argv) == 3 and argv[1] == '-c' else shell_line(argv)
         for observer in self.observers:
             observer.add(result, line)
         return result
