@@ -15,9 +15,9 @@ warning, then stock spawning (subprocess.Popen under the feature options asked f
 SPAWNPOOL_SCONS_DEBUG=1 prints when pools start and close.
 
 Threading: the spawn functions run in SCons' job threads at once; `_lock` guards
-starting and replacing the pool, which happens only before the build starts (while
-commands run one at a time in the main thread: Configure checks), since SCons fixes its
-own job count then; the session's layers are thread-safe.
+starting and replacing the pool.  A resize is decided when a Jobs run starts (the
+build's, or a Configure check's), before it starts any command: nothing runs then, and
+SCons itself reads num_jobs there; the session's layers are thread-safe.
 """
 
 import atexit
@@ -44,7 +44,6 @@ _pool = None                # the live spawnpool.Pool, or None
 _slots = 0                  # slots of _pool
 _pool_failed = False        # the pool could not start: the session runs on Popen
 _stale = True               # start or resize the pool at the next spawn
-_building = False           # the build started: its job count is fixed, commands run
 _decided = None             # None: the option's value may still change; then True/False
 _given_up = False           # stock spawning for good
 _exit_registered = False
@@ -92,34 +91,27 @@ def enable():
         if _option_on() and not getattr(scons_main, _MARK, False):
             setattr(scons_main, _MARK, True)
             import SCons
-            _warn('%s: not supported by this SCons (%s: no posix exec_subprocess, '
-                  'Jobs._setup_sig_handler or SConsValues.set_option); using the default '
-                  'spawner.' % (OPTION, getattr(SCons, '__version__', '?')))
+            _warn('%s: not supported by this SCons (%s: no posix exec_subprocess/'
+                  'exec_popen3 or Jobs._setup_sig_handler); using the default spawner.'
+                  % (OPTION, getattr(SCons, '__version__', '?')))
         return
-    _posix, jobs, values = hooks
+    _posix, jobs = hooks
     if not getattr(_posix, _MARK, False):
         setattr(_posix, _MARK, True)
-        _install(jobs, values, options is not None)
+        _install(jobs, options is not None)
 
 
 def find_hooks():
-    """(SCons.Platform.posix, the Jobs class, SConsValues) as this SCons has them, or None
-    when one is missing (an SCons of unknown shape)."""
-    try:
-        import SCons.Platform.posix as posix
-        from SCons.Script.SConsOptions import SConsValues
-    except ImportError:
+    """(SCons.Platform.posix, the Jobs class) as this SCons has them, or None when one is
+    missing (an SCons of unknown shape)."""
+    posix = _import('SCons.Platform.posix')
+    if not all(callable(getattr(posix, f, None)) for f in ('exec_subprocess', 'exec_popen3')):
         return None
     for name in ('SCons.Taskmaster.Job', 'SCons.Job'):
         jobs = getattr(_import(name), 'Jobs', None)
         if callable(getattr(jobs, '_setup_sig_handler', None)):
-            break
-    else:
-        return None
-    if not all(callable(getattr(posix, f, None)) for f in ('exec_subprocess', 'exec_popen3')) \
-            or not callable(getattr(SConsValues, 'set_option', None)):
-        return None
-    return posix, jobs, SConsValues
+            return posix, jobs
+    return None
 
 
 # SCons tool-module interface, so env.Tool('spawnpool_scons', toolpath=[...]) works too.
@@ -138,11 +130,10 @@ def _import(name):
         return None
 
 
-def _install(jobs, values, have_package):
+def _install(jobs, have_package):
     global _stock_exec_subprocess, _stock_exec_popen3, _jobserver, _watch, _console, _Command
     _stock_exec_subprocess, _stock_exec_popen3 = _posix.exec_subprocess, _posix.exec_popen3
     _posix.exec_subprocess, _posix.exec_popen3 = _pool_exec_subprocess, _pool_exec_popen3
-    _wrap(values, 'set_option', _after_set_option)
     _wrap(jobs, '_setup_sig_handler', _after_setup_sig_handler)
     if have_package:
         from spawnpool import Command, interrupts, jobserver, output_sync
@@ -163,18 +154,13 @@ def _wrap(owner, name, after):
     setattr(owner, name, hooked)
 
 
-def _after_set_option(name, value):
-    global _stale
-    if name == 'num_jobs' and not _building:
-        _stale = True
-
-
 def _after_setup_sig_handler():
-    # Main thread, at build start, right after SCons installed its handlers.
-    global _building
-    _building = True
+    # Main thread, when a Jobs run starts, right after SCons installed its handlers.
+    global _stale
     if not _option_on() or _watch is None:
         return
+    if _pool is not None and _num_jobs() != _slots:
+        _stale = True       # SetOption('num_jobs'), or --interactive's -j: resize first
     from spawnpool.interrupts import STOP_SIGNALS, chain
     for signum in STOP_SIGNALS:
         handler = signal.getsignal(signum)

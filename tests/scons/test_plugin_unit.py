@@ -151,7 +151,7 @@ class FakeParser:
 def fake_scons(monkeypatch, shape, option_on):
     """Installs a fake SCons package of `shape` in sys.modules: 'job' (4.0-4.4:
     SCons.Job), 'taskmaster' (4.5 to master: SCons.Taskmaster.Job), or what a shape we
-    do not know lacks: 'no-jobs', 'no-popen3', 'no-set-option'."""
+    do not know lacks: 'no-jobs', 'no-popen3'."""
     modules = {}
 
     def module(name, package=False, **attrs):
@@ -166,10 +166,6 @@ def fake_scons(monkeypatch, shape, option_on):
         def _setup_sig_handler(self):
             self.handled = True
             signal.signal(signal.SIGTERM, scons_handler)
-
-    class SConsValues:
-        def set_option(self, name, value):
-            self.last = (name, value)
 
     def scons_handler(signum, frame):
         pass
@@ -189,10 +185,6 @@ def fake_scons(monkeypatch, shape, option_on):
     module('SCons.Platform.posix', **posix)
     module('SCons.Script', package=True)
     module('SCons.Script.Main', OptionsParser=parser, AddOption=add_option)
-    if shape != 'no-set-option':
-        module('SCons.Script.SConsOptions', SConsValues=SConsValues)
-    else:
-        module('SCons.Script.SConsOptions', SConsValues=type('SConsValues', (), {}))
     if shape == 'taskmaster':
         module('SCons.Taskmaster', package=True)
         module('SCons.Taskmaster.Job', Jobs=Jobs)
@@ -207,19 +199,18 @@ def fake_scons(monkeypatch, shape, option_on):
         parent, _, child = name.rpartition('.')
         if parent:
             setattr(modules[parent], child, m)
-    return types.SimpleNamespace(modules=modules, Jobs=Jobs, SConsValues=SConsValues,
-                                 parser=parser, handler=scons_handler)
+    return types.SimpleNamespace(modules=modules, Jobs=Jobs, parser=parser,
+                                 handler=scons_handler)
 
 
 @pytest.mark.parametrize('shape', ['job', 'taskmaster'])
 def test_hooks_found_in_each_known_shape(monkeypatch, shape):
     scons = fake_scons(monkeypatch, shape, option_on=False)
-    posix, jobs, values = fresh_plugin().find_hooks()
-    assert posix is scons.modules['SCons.Platform.posix']
-    assert jobs is scons.Jobs and values is scons.SConsValues
+    posix, jobs = fresh_plugin().find_hooks()
+    assert posix is scons.modules['SCons.Platform.posix'] and jobs is scons.Jobs
 
 
-@pytest.mark.parametrize('shape', ['no-jobs', 'no-popen3', 'no-set-option'])
+@pytest.mark.parametrize('shape', ['no-jobs', 'no-popen3'])
 def test_unknown_shape_is_none(monkeypatch, shape):
     fake_scons(monkeypatch, shape, option_on=False)
     assert fresh_plugin().find_hooks() is None
@@ -235,12 +226,11 @@ def test_enable_hooks_in(monkeypatch, shape, capfd):
     assert posix.exec_popen3 is copy._pool_exec_popen3
     assert {'--process-spawner', '--process-spawner-output', '--process-spawner-stats',
             '--process-spawner-launcher', '--process-spawner-jobserver'} <= scons.parser.flags
-    # SetOption('num_jobs') asks for a resize; the stock method still runs.
-    copy._stale = False
-    values = scons.SConsValues()
-    values.set_option('num_jobs', 4)
-    assert copy._stale and values.last == ('num_jobs', 4)
-    # At build start SCons' handlers are chained to the session's interrupt.
+    # When a Jobs run starts, SCons' handlers are chained to the session's interrupt,
+    # and a num_jobs that changed since the pool started (SetOption, --interactive's
+    # -j) asks for a resize before any of its commands starts.
+    copy._stale, copy._pool, copy._slots = False, object(), 1
+    scons.parser.values.num_jobs = 4
     old = signal.getsignal(signal.SIGTERM)
     try:
         jobs = scons.Jobs()
@@ -250,6 +240,8 @@ def test_enable_hooks_in(monkeypatch, shape, capfd):
         assert handler.__wrapped__ is scons.handler
     finally:
         signal.signal(signal.SIGTERM, old)
+    assert copy._stale
+    copy._pool = None
     # A second copy of the plugin (~/.scons and the project's site_scons) patches nothing.
     fresh_plugin().enable()
     assert posix.exec_subprocess is copy._pool_exec_subprocess
@@ -257,7 +249,7 @@ def test_enable_hooks_in(monkeypatch, shape, capfd):
 
 
 @pytest.mark.parametrize('option_on', [False, True])
-@pytest.mark.parametrize('shape', ['no-jobs', 'no-popen3', 'no-set-option'])
+@pytest.mark.parametrize('shape', ['no-jobs', 'no-popen3'])
 def test_unknown_shape_warns_once_if_asked_and_changes_nothing(monkeypatch, capfd, shape,
                                                                 option_on):
     scons = fake_scons(monkeypatch, shape, option_on)
