@@ -4,9 +4,11 @@
 as ``--process-spawner-NAME``), and routes the posix SPAWN and PSPAWN of every
 Environment through one spawnpool session (spawnpool.stack: the layers the options ask
 for, on a Pool whose slots follow ``-j``).  This module only maps SCons onto the
-package; without the option SCons behaves exactly as stock.  The hooks it needs are
-found by feature (`find_hooks`, see README.md "How the plugin finds its hooks"); an
-SCons without them: one warning if the pool was asked for, stock spawning.
+package; without the option SCons behaves exactly as stock.  Its two hooks are found by
+feature (`find_hooks`; README.md, "What changed between SCons versions"): the posix
+exec_subprocess/exec_popen3, and Jobs._setup_sig_handler (in SCons.Taskmaster.Job since
+4.5, SCons.Job before), which both schedulers run when a build or a Configure check
+starts.  An SCons without them: one warning if the pool was asked for, stock spawning.
 
 Errors: a command that ran is returned as stock does (exit code, -N for a signal).  One
 that never started raises what Popen raises where Popen would (exec failed, E2BIG);

@@ -17,33 +17,31 @@ No imports beyond the standard library: the SCons plugin adds these options even
 the compiled module cannot be loaded.
 """
 
+import collections
 import os
 
 __all__ = ['OPTIONS', 'Option', 'Settings', 'add_to_argparse', 'add_to_scons']
 
 
-def _yes_no(text):
-    return text == 'yes'
+def _yes_no(value):
+    return value if isinstance(value, bool) else value == 'yes'    # a Python caller's bool
 
 
-def _names(text):
-    return [n.strip() for n in (text or '').split(',') if n.strip()]
+def _names(value):
+    names = value.split(',') if isinstance(value, str) else value  # or a list already
+    return [n.strip() for n in names if n.strip()]
 
 
-class Option:
+class Option(collections.namedtuple('Option', 'name kind help default choices metavar '
+                                     'convert', defaults=(None,) * 4)):
     """One option: `kind` is 'choice', 'string', 'int' or 'flag'; `convert` maps the
     parsed value (not None) to the Settings field."""
 
-    def __init__(self, name, kind, help, default=None, choices=None, metavar=None,
-                 convert=None):
-        self.name = name
-        self.field = name.replace('-', '_')
-        self.kind = kind
-        self.help = help
-        self.default = default
-        self.choices = choices
-        self.metavar = metavar
-        self.convert = convert
+    __slots__ = ()
+
+    @property
+    def field(self):
+        return self.name.replace('-', '_')
 
     def value(self, parsed):
         value = self.default if parsed is None else parsed
