@@ -20,7 +20,6 @@ import signal
 import sys
 import threading
 
-from . import Pool
 from .command import Command
 from .interrupts import STOP_SIGNALS, SignalWatch, chain
 from .jobserver import JobserverClient
@@ -97,6 +96,7 @@ def run_command(args):
         if settings.trace and session.trace is None:
             return 2
         try:
+            from . import Pool          # the compiled module: ImportError when unusable
             pool = Pool(slots=args.jobs, **settings.pool_options())
         except (OSError, RuntimeError, ImportError) as e:
             sys.stderr.write('%s: cannot start the pool: %s\n' % (_PROG, e))

@@ -70,9 +70,7 @@ class DirectExec:
         words = direct_argv(command.argv)
         cwd = command.cwd
         if words is not None and cwd.__class__ is str:     # PWD is a str
-            env = command.env
-            if env is None:
-                env = os.environ
+            env = command.environment
             if 'PATH' in env or '/' in words[0]:   # dash's default PATH is not execvp's
                 output = command.output
                 result = self.inner.run(Command(words, shell_env(env, cwd), cwd, output))

@@ -7,8 +7,15 @@ SIGINT to the command and re-raises once the command has ended.
 """
 
 import os
+import sys
 
-from . import _spawnpool
+try:
+    from . import _spawnpool
+except ImportError as _error:
+    raise ImportError('spawnpool\'s compiled module does not load under Python %d.%d (%s); '
+                      'build or install it for this interpreter (scripts/install-scons-plugin '
+                      '--python %s)' % (sys.version_info[:2] + (_error, sys.executable)),
+                      name='spawnpool._spawnpool') from _error
 from .command import CAPTURE, CAPTURE_MERGED, PASSTHROUGH, Command, Result, spawn_error
 
 __all__ = ['Pool']

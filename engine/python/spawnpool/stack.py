@@ -48,8 +48,7 @@ class Recorded:
 
     def run(self, command):
         result = self.inner.run(command)
-        argv = command.argv
-        line = argv[2] if len(argv) == 3 and argv[1] == '-c' else shell_line(argv)
+        line = shell_line(command.argv)
         for observer in self.observers:
             observer.add(result, line)
         return result
