@@ -11,7 +11,7 @@ and waits for it:
                   Python <= 3.9 and macOS)
   pickle_spawner  the SCons PR #3719 design: a Python spawner process per thread, fed
                   pickled (argv, env, cwd) over its stdin (spawn_bench/pickle_spawner.py)
-  pool            spawnpool.Pool.run() from Python
+  pool            spawnpool.Pool.run(Command) from Python
 
 Axes: the driver's RSS (a bytearray with every page written: 0, 1, 4, 8 GiB), its soft
 RLIMIT_NOFILE (1,024 and the hard limit), and 1, 2, 4, 8 concurrent threads (aggregate
@@ -137,6 +137,7 @@ class Methods:
         self.argv = [self.noop]
         self.floor_bin = bins["spawn_floor"]
         self.pool = spawnpool.Pool(slots=threads)
+        self.command = spawnpool.Command(self.argv, ENV)    # a value: reused by every call
         # Commands print nothing, but keep them off our result pipe all the same.
         self.pickle = [PickleSpawner(out_fd=2) for _ in range(threads)]
 
@@ -164,8 +165,9 @@ class Methods:
             spawner = self.pickle[thread_index]
             return lambda: spawner.run(argv, ENV, None)
         if method == "pool":
-            pool = self.pool
-            return lambda: pool.run(argv, env=ENV).returncode
+            run = self.pool.run
+            command = self.command
+            return lambda: run(command).returncode
         raise ValueError(method)
 
 
@@ -292,6 +294,7 @@ def run_handoff(methods, batch):
                   ("one CPU", unhinted, cpus[0], cpus[0])]
     if len(cpus) > 1:
         placements.append(("two CPUs", unhinted, cpus[0], cpus[1]))
+    unstartable = spawnpool.Command(["spawn-bench-no-such-program"], {"PATH": "/nonexistent"})
     records = []
     try:
         for name, pool, driver_cpu, spawner_cpu in placements:
@@ -301,10 +304,7 @@ def run_handoff(methods, batch):
             trips = []
             for _ in range(batch["round_trips"]):
                 t0 = time.perf_counter()
-                try:
-                    pool.run(["spawn-bench-no-such-program"], env={"PATH": "/nonexistent"})
-                except spawnpool.SpawnError:
-                    pass
+                pool.run(unstartable)           # a Result with its failure: no exception
                 trips.append(time.perf_counter() - t0)
             # The floor server is started under the driver's affinity and inherits it.
             floor = FloorServer(methods)
@@ -312,7 +312,7 @@ def run_handoff(methods, batch):
             for _ in range(batch["spawns"]):
                 floors.append(floor.call()[0])
                 t0 = time.perf_counter()
-                pool.run(methods.argv, env=ENV)
+                pool.run(methods.command)
                 spawns.append(time.perf_counter() - t0)
             floor.close()
             os.sched_setaffinity(0, set(cpus))

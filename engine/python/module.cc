@@ -1,6 +1,8 @@
-// _spawnpool: the compiled half of the `spawnpool` Python package. Arguments are turned
-// into C++ values with the GIL held; every wait then runs with the GIL released. On the
-// main thread the wait wakes every 100 ms to let Python run its signal handlers.
+// _spawnpool: the compiled half of the `spawnpool` Python package. Pool.run(command) reads
+// a spawnpool.Command and returns a spawnpool.Result; a command that never started is a
+// Result carrying its failure, never an exception. Arguments are turned into C++ values
+// with the GIL held; every wait then runs with the GIL released. On the main thread the
+// wait wakes every 100 ms to let Python run its signal handlers.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <signal.h>
@@ -15,8 +17,6 @@ namespace py = pybind11;
 
 namespace {
 
-PyObject* g_spawn_error = nullptr;
-PyObject* g_spawner_died = nullptr;
 unsigned long g_main_thread = 0;
 
 // os.fsencode(): str with the filesystem encoding (surrogateescape), bytes as they are,
@@ -51,32 +51,104 @@ std::vector<std::string> to_env(py::handle env) {
   return out;
 }
 
-/// What Python sees of a result: output converted to bytes once.
-struct PyResult {
-  int returncode;
-  py::object stdout_bytes, stderr_bytes;
-  double user_time, system_time, wall_time;
-  long max_rss_kb;
-  int slot;
-  std::int64_t submitted_ns, dispatched_ns, received_ns, launch_ns, started_ns, exited_ns,
-      completed_ns;
-};
+// spawnpool.Command and spawnpool.Result (command.py), handed over once by the package's
+// __init__.py (_bind): commands are read from them and results made as them, so that
+// every runner, compiled or not, speaks the same types. Never freed (module lifetime).
+PyObject* g_result_type = nullptr;
+PyObject* g_empty_tuple = nullptr;
 
-[[noreturn]] void raise_spawn_error(const spawnpool::Result& r, const std::string& program,
-                                    const std::string& cwd) {
-  const bool died = r.failure == spawnpool::FailureStage::kSpawnerDied;
-  PyObject* type = died ? g_spawner_died : g_spawn_error;
-  py::object filename = py::none();
-  if (r.failure == spawnpool::FailureStage::kExec) filename = py::str(program);
-  if (r.failure == spawnpool::FailureStage::kChdir) filename = py::str(cwd);
-  py::object error = py::reinterpret_borrow<py::object>(type)(r.error_number, r.error_message,
-                                                              filename);
-  // Python keeps the one name "spawner" for the engine's own stages until the runner seam
-  // (issue 13) moves the package and its tests to "spawner_died" / "pool_closed".
-  const bool engine_stage = died || r.failure == spawnpool::FailureStage::kPoolClosed;
-  error.attr("stage") = engine_stage ? "spawner" : spawnpool::stage_name(r.failure);
-  PyErr_SetObject(type, error.ptr());
-  throw py::error_already_set();
+// Interned attribute and field names, made once.
+struct Names {
+  PyObject *argv, *env, *cwd, *output;
+  PyObject *returncode, *failure, *error_number, *error_message, *stdout_, *stderr_,
+      *user_time, *system_time, *wall_time, *max_rss_kb, *slot, *submitted_ns,
+      *dispatched_ns, *received_ns, *launch_ns, *started_ns, *exited_ns, *completed_ns;
+};
+Names g_names;
+
+PyObject* intern(const char* name) { return PyUnicode_InternFromString(name); }
+
+void make_names() {
+  g_names = Names{intern("argv"),          intern("env"),          intern("cwd"),
+                  intern("output"),        intern("returncode"),   intern("failure"),
+                  intern("error_number"),  intern("error_message"), intern("stdout"),
+                  intern("stderr"),        intern("user_time"),    intern("system_time"),
+                  intern("wall_time"),     intern("max_rss_kb"),   intern("slot"),
+                  intern("submitted_ns"),  intern("dispatched_ns"), intern("received_ns"),
+                  intern("launch_ns"),     intern("started_ns"),   intern("exited_ns"),
+                  intern("completed_ns")};
+}
+
+py::object attribute(py::handle object, PyObject* name) {
+  PyObject* value = PyObject_GetAttr(object.ptr(), name);
+  if (!value) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(value);
+}
+
+spawnpool::OutputMode to_output_mode(py::handle mode) {
+  const std::string name = py::str(mode);
+  if (name == "passthrough") return spawnpool::OutputMode::kPassthrough;
+  if (name == "capture") return spawnpool::OutputMode::kCapture;
+  if (name == "capture_merged") return spawnpool::OutputMode::kCaptureMerged;
+  throw py::value_error("output must be 'passthrough', 'capture' or 'capture_merged', not '" +
+                        name + "'");
+}
+
+/// A spawnpool.Command (or anything with its four attributes) as the engine's Command.
+spawnpool::Command to_command(py::handle command) {
+  spawnpool::Command out;
+  out.argv = to_argv(attribute(command, g_names.argv));
+  py::object env = attribute(command, g_names.env);
+  if (!env.is_none()) out.env = to_env(env);
+  py::object cwd = attribute(command, g_names.cwd);
+  if (!cwd.is_none()) out.cwd = fs_bytes(cwd);
+  out.output = to_output_mode(attribute(command, g_names.output));
+  return out;
+}
+
+void set_field(PyObject* fields, PyObject* name, PyObject* value) {
+  if (!value || PyDict_SetItem(fields, name, value) != 0) {
+    Py_XDECREF(value);
+    throw py::error_already_set();
+  }
+  Py_DECREF(value);
+}
+
+/// The engine's Result as a spawnpool.Result (fields left out keep the class defaults).
+py::object to_python(const spawnpool::Result& r, spawnpool::OutputMode output) {
+  py::object fields = py::reinterpret_steal<py::object>(PyDict_New());
+  if (!fields) throw py::error_already_set();
+  PyObject* d = fields.ptr();
+  set_field(d, g_names.returncode, PyLong_FromLong(r.returncode));
+  if (!r.started()) {
+    set_field(d, g_names.failure, PyUnicode_FromString(spawnpool::stage_name(r.failure)));
+    set_field(d, g_names.error_number, PyLong_FromLong(r.error_number));
+    set_field(d, g_names.error_message,
+              PyUnicode_DecodeUTF8(r.error_message.data(), r.error_message.size(), "replace"));
+  }
+  if (r.captured) {
+    set_field(d, g_names.stdout_, PyBytes_FromStringAndSize(r.stdout_data.data(),
+                                                             r.stdout_data.size()));
+    if (output == spawnpool::OutputMode::kCapture)
+      set_field(d, g_names.stderr_, PyBytes_FromStringAndSize(r.stderr_data.data(),
+                                                               r.stderr_data.size()));
+  }
+  set_field(d, g_names.user_time, PyFloat_FromDouble(r.user_time));
+  set_field(d, g_names.system_time, PyFloat_FromDouble(r.system_time));
+  set_field(d, g_names.wall_time, PyFloat_FromDouble(r.wall_time));
+  set_field(d, g_names.max_rss_kb, PyLong_FromLong(r.max_rss_kb));
+  set_field(d, g_names.slot, PyLong_FromLong(r.slot));
+  set_field(d, g_names.submitted_ns, PyLong_FromLongLong(r.submitted_ns));
+  set_field(d, g_names.dispatched_ns, PyLong_FromLongLong(r.dispatched_ns));
+  set_field(d, g_names.received_ns, PyLong_FromLongLong(r.received_ns));
+  set_field(d, g_names.launch_ns, PyLong_FromLongLong(r.launch_ns));
+  set_field(d, g_names.started_ns, PyLong_FromLongLong(r.started_ns));
+  set_field(d, g_names.exited_ns, PyLong_FromLongLong(r.exited_ns));
+  set_field(d, g_names.completed_ns, PyLong_FromLongLong(r.completed_ns));
+  if (!g_result_type) throw py::type_error("spawnpool._spawnpool is used without the package");
+  PyObject* result = PyObject_Call(g_result_type, g_empty_tuple, d);
+  if (!result) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(result);
 }
 
 class PyPool {
@@ -92,16 +164,11 @@ class PyPool {
     slots_ = pool_->slots();
   }
 
-  PyResult run(py::handle argv, py::handle env, py::handle cwd, bool capture, bool merge_stderr) {
-    spawnpool::Command command;
-    command.argv = to_argv(argv);
-    if (!env.is_none()) command.env = to_env(env);
-    if (!cwd.is_none()) command.cwd = fs_bytes(cwd);
-    command.output = !capture ? spawnpool::OutputMode::kPassthrough
-                     : merge_stderr ? spawnpool::OutputMode::kCaptureMerged
-                                    : spawnpool::OutputMode::kCapture;
-    // Our own reference: close() from another thread must not pull the pool away.
-    const std::shared_ptr<spawnpool::Pool> pool = checked_pool();
+  /// Runs one command; a command that never started is a Result with its failure.
+  py::object run(py::handle command_object) {
+    const spawnpool::Command command = to_command(command_object);
+    std::shared_ptr<spawnpool::Pool> pool = pool_;  // our own: close() may run meanwhile
+    if (!pool) return to_python(closed_result(), command.output);
     std::optional<py::error_already_set> raised;
     spawnpool::Result r;
     // The GIL is released and taken back by hand, not by gil_scoped_release: at
@@ -117,9 +184,7 @@ class PyPool {
     }
     PyEval_RestoreThread(saved);
     if (raised) throw std::move(*raised);
-    if (!r.started())  // argv may be empty: the engine refused it (EINVAL)
-      raise_spawn_error(r, command.argv.empty() ? std::string() : command.argv[0], command.cwd);
-    return to_python(std::move(r), command.output);
+    return to_python(r, command.output);
   }
 
   void cancel(int sig) {
@@ -138,15 +203,12 @@ class PyPool {
   std::vector<int> spawner_pids() { return pool_ ? pool_->spawner_pids() : std::vector<int>{}; }
 
  private:
-  std::shared_ptr<spawnpool::Pool> checked_pool() {
-    if (!pool_) {
-      spawnpool::Result closed;
-      closed.failure = spawnpool::FailureStage::kPoolClosed;
-      closed.error_number = ESHUTDOWN;
-      closed.error_message = "the pool is closed";
-      raise_spawn_error(closed, "", "");
-    }
-    return pool_;
+  static spawnpool::Result closed_result() {
+    spawnpool::Result closed;
+    closed.failure = spawnpool::FailureStage::kPoolClosed;
+    closed.error_number = ESHUTDOWN;
+    closed.error_message = "the pool is closed";
+    return closed;
   }
 
   static bool on_main_thread() { return PyThread_get_thread_ident() == g_main_thread; }
@@ -162,15 +224,6 @@ class PyPool {
     };
   }
 
-  static PyResult to_python(spawnpool::Result r, spawnpool::OutputMode output) {
-    PyResult out{r.returncode, py::none(), py::none(), r.user_time, r.system_time, r.wall_time,
-                 r.max_rss_kb, r.slot, r.submitted_ns, r.dispatched_ns, r.received_ns,
-                 r.launch_ns, r.started_ns, r.exited_ns, r.completed_ns};
-    if (r.captured) out.stdout_bytes = py::bytes(r.stdout_data);
-    if (output == spawnpool::OutputMode::kCapture) out.stderr_bytes = py::bytes(r.stderr_data);
-    return out;
-  }
-
   std::shared_ptr<spawnpool::Pool> pool_;  // null once closed
   std::size_t slots_ = 0;
 };
@@ -180,39 +233,23 @@ class PyPool {
 PYBIND11_MODULE(_spawnpool, m) {
   m.doc() = "Pre-spawned spawner processes fed over shared memory (see the spawnpool package).";
   g_main_thread = PyThread_get_thread_ident();
+  make_names();
+  g_empty_tuple = PyTuple_New(0);
 
-  static py::exception<void> spawn_error(m, "SpawnError", PyExc_OSError);
-  static py::exception<void> spawner_died(m, "SpawnerDied", spawn_error.ptr());
-  g_spawn_error = spawn_error.ptr();
-  g_spawner_died = spawner_died.ptr();
-
-  py::class_<PyResult>(m, "Result")
-      .def_readonly("returncode", &PyResult::returncode)
-      .def_readonly("stdout", &PyResult::stdout_bytes)
-      .def_readonly("stderr", &PyResult::stderr_bytes)
-      .def_readonly("user_time", &PyResult::user_time)
-      .def_readonly("system_time", &PyResult::system_time)
-      .def_readonly("wall_time", &PyResult::wall_time)
-      .def_readonly("max_rss_kb", &PyResult::max_rss_kb)
-      .def_readonly("slot", &PyResult::slot)
-      .def_readonly("submitted_ns", &PyResult::submitted_ns)
-      .def_readonly("dispatched_ns", &PyResult::dispatched_ns)
-      .def_readonly("received_ns", &PyResult::received_ns)
-      .def_readonly("launch_ns", &PyResult::launch_ns)
-      .def_readonly("started_ns", &PyResult::started_ns)
-      .def_readonly("exited_ns", &PyResult::exited_ns)
-      .def_readonly("completed_ns", &PyResult::completed_ns)
-      .def("__repr__", [](const PyResult& r) {
-        return "<spawnpool.Result returncode=" + std::to_string(r.returncode) + ">";
-      });
+  m.def(
+      "_bind",
+      [](py::handle result_type) {
+        Py_INCREF(result_type.ptr());
+        Py_XDECREF(g_result_type);
+        g_result_type = result_type.ptr();
+      },
+      py::arg("result_type"), "Tell the module the Result type to build (command.py's).");
 
   py::class_<PyPool>(m, "Pool")
       .def(py::init<std::size_t, std::string, std::size_t, bool>(), py::arg("slots"),
            py::arg("spawner"), py::arg("output_chunk_bytes") = std::size_t{1} << 20,
            py::arg("same_cpu_handoff") = true)
-      .def("run", &PyPool::run, py::arg("argv"), py::arg("env") = py::none(),
-           py::arg("cwd") = py::none(), py::arg("capture") = false,
-           py::arg("merge_stderr") = false)
+      .def("run", &PyPool::run, py::arg("command"))
       .def("cancel", &PyPool::cancel, py::arg("sig") = SIGTERM)
       .def("close", &PyPool::close)
       .def_property_readonly("slots", &PyPool::slots)

@@ -13,13 +13,13 @@ import sys
 import time
 
 import spawnpool
-from spawnpool.runner import ShellRunner
+from spawnpool.direct_exec import DirectExec
 
 CASES = [
     ('pool.run([sh, -c, true])  (builtin: one exec)', False, ['sh', '-c', 'true']),
     ('pool.run([sh, -c, /bin/true])  (sh, then true)', False, ['sh', '-c', '/bin/true']),
-    ('ShellRunner, direct exec off: sh -c /bin/true', False, ['sh', '-c', '/bin/true']),
-    ('ShellRunner, direct exec on:  sh -c /bin/true', True, ['sh', '-c', '/bin/true']),
+    ('direct exec off: sh -c /bin/true', False, ['sh', '-c', '/bin/true']),
+    ('direct exec on:  sh -c /bin/true', True, ['sh', '-c', '/bin/true']),
     ('pool.run([/bin/true])', None, ['/bin/true']),
 ]
 
@@ -30,16 +30,14 @@ def main():
     env = {'PATH': os.environ.get('PATH', '/usr/bin:/bin'), 'HOME': os.environ.get('HOME', '/')}
     cwd = os.getcwd()
     with spawnpool.Pool(slots=1) as pool:
-        runners = {True: ShellRunner(direct_exec=True), False: ShellRunner(direct_exec=False)}
+        runners = {True: DirectExec(pool), False: pool}
         for _ in range(20):                         # warm up the spawner and caches
-            pool.run(['/bin/true'], env=env, cwd=cwd)
+            pool.run(spawnpool.Command(['/bin/true'], env, cwd))
         for _ in range(runs):
             for i, (name, direct, argv) in enumerate(CASES):
                 start = time.perf_counter()
-                if i < 2 or direct is None:
-                    pool.run(argv, env=env, cwd=cwd)
-                else:
-                    runners[direct].run(pool, argv, env=env, cwd=cwd)
+                runner = pool if i < 2 or direct is None else runners[direct]
+                runner.run(spawnpool.Command(argv, env, cwd))
                 times[name].append(time.perf_counter() - start)
     for name, _, _ in CASES:
         print('%-50s median %.3f ms' % (name, statistics.median(times[name]) * 1e3))

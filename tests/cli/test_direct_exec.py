@@ -157,33 +157,23 @@ def test_random_lines_match_the_shell(helper_bin):
     assert accepted >= 30, accepted
 
 
-# --- end to end through the pool: ShellRunner with direct exec against /bin/sh ----------
-
-class RecordingPool:
-    """Passes run() on to a real pool, noting each argv: shows which way a line went."""
-
-    def __init__(self, pool):
-        self.pool = pool
-        self.argvs = []
-
-    def run(self, argv, **kw):
-        self.argvs.append(list(argv))
-        return self.pool.run(argv, **kw)
-
+# --- end to end through the pool: the DirectExec layer against /bin/sh ----------------
 
 def run_both(pool, line, env, cwd, tmp_path):
-    """((status, stdout, stderr) from `sh -c`, the same from the direct runner, argvs run)."""
+    """((status, stdout, stderr) from `sh -c`, the same from direct exec, argvs run)."""
+    from spawnpool.direct_exec import DirectExec
+    from spawnpool.output_sync import OutputSync, SyncOutput
+    from spawnpool.testing import FakeRunner
     sh = subprocess.run(['sh', '-c', line], capture_output=True, cwd=cwd, env=env,
                         timeout=30)
     out_path, err_path = tmp_path / 'runner.out', tmp_path / 'runner.err'
     with open(out_path, 'wb') as out, open(err_path, 'wb') as err:
-        from spawnpool.output_sync import OutputSync
-        runner = spawnpool.ShellRunner(output=OutputSync(out.fileno(), err.fileno()),
-                                       direct_exec=True)
-        recording = RecordingPool(pool)
-        status = runner.run(recording, ['sh', '-c', line], env=env, cwd=str(cwd))
+        recording = FakeRunner(answer=pool.run)     # passes each command on to the pool
+        runner = SyncOutput(DirectExec(recording), OutputSync(out.fileno(), err.fileno()))
+        result = runner.run(spawnpool.Command(['sh', '-c', line], env, str(cwd)))
     return ((sh.returncode, sh.stdout, sh.stderr),
-            (status, out_path.read_bytes(), err_path.read_bytes()), recording.argvs)
+            (result.returncode, out_path.read_bytes(), err_path.read_bytes()),
+            recording.argvs)
 
 
 @pytest.fixture

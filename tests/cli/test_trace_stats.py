@@ -1,11 +1,10 @@
-"""TraceWriter and Stats on synthetic results: the file is valid JSON after every event,
-also with many writer threads; the statistics add up."""
+"""TraceWriter and Stats on synthetic results (spawnpool.Result, as any runner returns
+it): the file is valid JSON after every event, also with many writer threads; the
+statistics add up."""
 
 import json
 import os
 import threading
-from types import SimpleNamespace
-
 import pytest
 
 from cli_support import needs_module, spawnpool
@@ -18,9 +17,14 @@ MS = 1000000
 def result(slot, submitted, dispatched, started, exited, completed, **kw):
     fields = dict(slot=slot, submitted_ns=submitted, dispatched_ns=dispatched,
                   started_ns=started, exited_ns=exited, completed_ns=completed,
-                  user_time=0.5, system_time=0.25, max_rss_kb=1234)
+                  user_time=0.5, system_time=0.25, max_rss_kb=1234, returncode=0)
     fields.update(kw)
-    return SimpleNamespace(**fields)
+    return spawnpool.Result(**fields)
+
+
+def unstarted(when, message='No such file'):
+    return spawnpool.Result(failure='exec', error_number=2, error_message=message,
+                            completed_ns=when)
 
 
 def events(path, ph='X'):
@@ -33,8 +37,8 @@ def test_trace_is_valid_after_every_event(tmp_path):
     assert events(path) == []
     base = trace._origin_ns
     for i in range(5):
-        trace.add(result(i % 2, base, base + MS, base + 2 * MS, base + 12 * MS, base + 13 * MS),
-                  i, 'cc -c "f%d.c" \\ \u00e9' % i)
+        trace.add(result(i % 2, base, base + MS, base + 2 * MS, base + 12 * MS, base + 13 * MS,
+                         returncode=i), 'cc -c "f%d.c" \\ \u00e9' % i)
         got = events(path)
         assert len(got) == i + 1
         assert got[-1]['args']['command'] == 'cc -c "f%d.c" \\ \u00e9' % i
@@ -43,8 +47,10 @@ def test_trace_is_valid_after_every_event(tmp_path):
     assert e['args'] == {'command': 'cc -c "f0.c" \\ \u00e9', 'returncode': 0,
                          'user_time_s': 0.5, 'system_time_s': 0.25, 'max_rss_kb': 1234,
                          'queue_wait_ms': 1.0, 'pool_overhead_ms': 2.0}
-    trace.add_unstarted('nope', OSError(2, 'No such file'), base + 20 * MS)
-    assert events(path, 'i')[0]['args']['command'] == 'nope'
+    trace.add(unstarted(base + 20 * MS), 'nope')
+    instant = events(path, 'i')[0]
+    assert instant['args'] == {'command': 'nope', 'error': 'No such file', 'stage': 'exec'}
+    assert instant['ts'] == 20000.0
     names = [e['args']['name'] for e in events(path, 'M')]
     assert names == ['spawnpool', 'slot 0', 'slot 1']
     trace.close()
@@ -58,7 +64,7 @@ def test_trace_from_many_threads(tmp_path):
 
     def writer(slot):
         for i in range(200):
-            trace.add(result(slot, 0, 1, 2, 3, 4), 0, 'cmd %d %d' % (slot, i))
+            trace.add(result(slot, 0, 1, 2, 3, 4), 'cmd %d %d' % (slot, i))
     threads = [threading.Thread(target=writer, args=(s,)) for s in range(8)]
     for t in threads:
         t.start()
@@ -73,8 +79,8 @@ def test_trace_write_error_stops_tracing(tmp_path, capsys):
     full = os.open('/dev/full', os.O_WRONLY)
     os.dup2(full, trace._fd)                        # from now on: ENOSPC
     os.close(full)
-    trace.add(result(0, 0, 1, 2, 3, 4), 0, 'x')     # no exception: the build goes on
-    trace.add(result(0, 0, 1, 2, 3, 4), 0, 'x')
+    trace.add(result(0, 0, 1, 2, 3, 4), 'x')     # no exception: the build goes on
+    trace.add(result(0, 0, 1, 2, 3, 4), 'x')
     trace.close()
     err = capsys.readouterr().err
     assert err.count('tracing stopped') == 1, err
@@ -85,10 +91,10 @@ def test_trace_write_error_stops_tracing(tmp_path, capsys):
 def test_stats_add_up():
     stats = spawnpool.Stats(slots=2)
     # Two slots busy for 100 ms each over a 100 ms build, one 10 ms command failing.
-    stats.add(result(0, 0, 0, 1 * MS, 61 * MS, 62 * MS), 0, 'long')
-    stats.add(result(1, 0, 2 * MS, 3 * MS, 13 * MS, 14 * MS), 1, 'short')
-    stats.add(result(1, 14 * MS, 14 * MS, 15 * MS, 45 * MS, 100 * MS), 0, 'mid')
-    stats.add_unstarted('missing', OSError(2, 'x'), 50 * MS)
+    stats.add(result(0, 0, 0, 1 * MS, 61 * MS, 62 * MS), 'long')
+    stats.add(result(1, 0, 2 * MS, 3 * MS, 13 * MS, 14 * MS, returncode=1), 'short')
+    stats.add(result(1, 14 * MS, 14 * MS, 15 * MS, 45 * MS, 100 * MS), 'mid')
+    stats.add(unstarted(50 * MS, 'x'), 'missing')
     assert (stats.commands, stats.failed, stats.unstarted) == (4, 2, 1)
     assert stats.command_ns == 100 * MS
     assert stats.queue_ns == 2 * MS
@@ -107,6 +113,6 @@ def test_stats_add_up():
 def test_stats_keep_the_ten_longest():
     stats = spawnpool.Stats(slots=1)
     for i in range(100):
-        stats.add(result(0, 0, 0, 0, i * MS, i * MS), 0, 'c%d' % i)
+        stats.add(result(0, 0, 0, 0, i * MS, i * MS), 'c%d' % i)
     assert [c for _, c in stats.longest()] == ['c%d' % i for i in range(99, 89, -1)]
     assert spawnpool.Stats().report().count('\n') == 6     # empty: no crash, no list

@@ -1,4 +1,5 @@
-"""CommandGate with a fake pool: local slots, the launcher's rewriting, messages, counts."""
+"""The Gate layer on the shared FakeRunner: local slots, the launcher's rewriting,
+messages, counts, interrupts."""
 
 import os
 import signal
@@ -13,50 +14,29 @@ _skip, _failure = module_problem()
 if _skip:
     pytest.skip(_skip, allow_module_level=True)
 
-from spawnpool.gate import CommandGate, GateInterrupted, LocalSlots  # noqa: E402
+from spawnpool import CAPTURE_MERGED, Command, Result  # noqa: E402
+from spawnpool.gate import Gate, GateInterrupted, LocalSlots  # noqa: E402
+from spawnpool.interrupts import SignalWatch  # noqa: E402
 from spawnpool.jobserver import JobserverClient  # noqa: E402
 from spawnpool.launcher import Launcher  # noqa: E402
+from spawnpool.testing import FakeRunner  # noqa: E402
 
 
-class FakeResult:
-    def __init__(self, returncode, stdout=b'', stderr=b''):
-        self.returncode = returncode
-        self.stdout = stdout
-        self.stderr = stderr
+def fake(seconds=0.0, answer=None):
+    """Runs nothing; counts launched and local commands that ran at once."""
+    return FakeRunner(answer, seconds,
+                      kind=lambda c: 'launched' if 'distcc' in c.argv[-1] else 'local')
 
 
-class FakePool:
-    """Runs nothing: records each argv/env/options, sleeps, returns a scripted result."""
-
-    def __init__(self, seconds=0.0, result=None):
-        self.seconds = seconds
-        self.result = result or (lambda argv: FakeResult(0))
-        self.calls = []
-        self._lock = threading.Lock()
-        self.now = {'local': 0, 'launched': 0}
-        self.most = {'local': 0, 'launched': 0}
-
-    def run(self, argv, env=None, cwd=None, capture=False, merge_stderr=False):
-        kind = 'launched' if 'distcc' in argv[-1] else 'local'
-        with self._lock:
-            self.calls.append((argv, env, capture))
-            self.now[kind] += 1
-            self.most[kind] = max(self.most[kind], self.now[kind])
-        time.sleep(self.seconds)
-        with self._lock:
-            self.now[kind] -= 1
-        return self.result(argv)
+def sh(line, env=None, output='passthrough'):
+    return Command(['sh', '-c', line], env if env is not None else {}, '/', output)
 
 
-def sh(line):
-    return ['sh', '-c', line]
-
-
-def run_threads(gate, pool, lines, env=None):
+def run_threads(gate, lines, env=None):
     statuses = {}
 
     def one(i, line):
-        statuses[i] = gate.run(pool, sh(line), env or {'PATH': '/usr/bin:/bin'}, '/')
+        statuses[i] = gate.run(sh(line, env or {'PATH': '/usr/bin:/bin'})).returncode
 
     threads = [threading.Thread(target=one, args=(i, line)) for i, line in enumerate(lines)]
     for t in threads:
@@ -67,13 +47,13 @@ def run_threads(gate, pool, lines, env=None):
 
 
 def test_local_slots_bound_local_commands_only():
-    gate = CommandGate(Launcher('distcc', path='/usr/bin:/bin'), LocalSlots(2))
-    pool = FakePool(seconds=0.1)
+    runner = fake(seconds=0.1)
+    gate = Gate(runner, Launcher('distcc', path='/usr/bin:/bin'), LocalSlots(2))
     lines = ['ar rc lib%d.a x.o' % i for i in range(6)] + \
             ['gcc -c f%d.c -o f%d.o' % (i, i) for i in range(6)]
-    assert run_threads(gate, pool, lines) == [0] * 12
-    assert pool.most['local'] == 2
-    assert pool.most['launched'] >= 3       # compiles count as remote: not bounded by 2
+    assert run_threads(gate, lines) == [0] * 12
+    assert runner.most['local'] == 2
+    assert runner.most['launched'] >= 3     # compiles count as remote: not bounded by 2
     assert gate.launched == 6 and gate.local_commands == 6
     assert gate.local_slots.max_seen == 2
 
@@ -81,24 +61,25 @@ def test_local_slots_bound_local_commands_only():
 def test_launcher_rewrites_compiles_and_adds_driver_env(monkeypatch):
     monkeypatch.setenv('DISTCC_HOSTS', 'somehost')
     monkeypatch.setenv('HOME', '/home/someone')
-    gate = CommandGate(Launcher('distcc', path='/usr/bin:/bin'))
-    pool = FakePool()
+    runner = fake()
+    gate = Gate(runner, Launcher('distcc', path='/usr/bin:/bin'))
     env = {'PATH': '/usr/bin:/bin'}
-    assert gate.run(pool, sh('gcc -o a.o -c a.c'), env, '/') == 0
-    assert gate.run(pool, sh('gcc -o prog a.o'), env, '/') == 0
-    (compile_argv, compile_env, captured), (link_argv, link_env, _) = pool.calls
-    assert compile_argv == ['sh', '-c', gate.launcher.prefix + ' gcc -o a.o -c a.c']
-    assert compile_env['DISTCC_HOSTS'] == 'somehost'
-    assert compile_env['HOME'] == '/home/someone'
-    assert captured                         # distcc: output captured to spot fallbacks
-    assert link_argv == sh('gcc -o prog a.o') and link_env is env
+    assert gate.run(sh('gcc -o a.o -c a.c', env)).returncode == 0
+    assert gate.run(sh('gcc -o prog a.o', env)).returncode == 0
+    compile_, link = runner.commands
+    assert compile_.argv == ['sh', '-c', gate.launcher.prefix + ' gcc -o a.o -c a.c']
+    assert compile_.env['DISTCC_HOSTS'] == 'somehost'
+    assert compile_.env['HOME'] == '/home/someone'
+    assert compile_.output != 'passthrough'     # distcc: captured to spot fallbacks
+    assert link.argv == ['sh', '-c', 'gcc -o prog a.o'] and link.env is env
+    assert link.output == 'passthrough'
     assert env == {'PATH': '/usr/bin:/bin'}
 
 
 def test_launcher_failure_is_named(capfd):
-    gate = CommandGate(Launcher('distcc', path='/usr/bin:/bin'))
-    pool = FakePool(result=lambda argv: FakeResult(116, stderr=b'distcc[1] ERROR: x\n'))
-    assert gate.run(pool, sh('gcc -c a.c'), {}, '/') == 116
+    runner = fake(answer=Result(returncode=116, stdout=b'', stderr=b'distcc[1] ERROR: x\n'))
+    gate = Gate(runner, Launcher('distcc', path='/usr/bin:/bin'))
+    assert gate.run(sh('gcc -c a.c')).returncode == 116
     out, err = capfd.readouterr()
     assert 'distcc[1] ERROR: x\n' in err    # the command's own output, then ours
     assert err.endswith('spawnpool: distcc failed to distribute (exit 116) for: '
@@ -109,49 +90,36 @@ def test_launcher_failure_is_named(capfd):
 def test_fallbacks_counted():
     warning = (b'distcc[9] (dcc_build_somewhere) Warning: failed to distribute, '
                b'running locally instead\n')
-    results = iter([FakeResult(0, stderr=warning), FakeResult(0)])
-    gate = CommandGate(Launcher('distcc', path='/usr/bin:/bin'))
-    pool = FakePool(result=lambda argv: next(results))
-    gate.run(pool, sh('gcc -c a.c'), {}, '/')
-    gate.run(pool, sh('gcc -c b.c'), {}, '/')
+    results = iter([Result(returncode=0, stderr=warning), Result(returncode=0)])
+    gate = Gate(fake(answer=lambda command: next(results)),
+                Launcher('distcc', path='/usr/bin:/bin'))
+    gate.run(sh('gcc -c a.c'))
+    gate.run(sh('gcc -c b.c'))
     assert (gate.launched, gate.ran_locally, gate.launcher_failed) == (2, 1, 0)
     summary = '\n'.join(gate.summary())
     assert '2 compiles through distcc, 1 of them compiled locally' in summary
 
 
-class FakeRunner:
-    """Stands for spawnpool.ShellRunner in sync mode: captures and keeps the output."""
-
-    def __init__(self):
-        self.results = []
-
-    def run(self, pool, argv, env, cwd):
-        r = pool.run(argv, env=env, cwd=cwd, capture=True, merge_stderr=True)
-        self.results.append(r)
-        return r.returncode
-
-
-def test_runner_that_captures_gets_the_output(capfd):
+def test_caller_that_captures_gets_the_output(capfd):
     warning = b'distcc[9] Warning: failed to distribute, running locally instead\n'
-    gate = CommandGate(Launcher('distcc', path='/usr/bin:/bin'))
-    pool = FakePool(result=lambda argv: FakeResult(0, stdout=warning))
-    runner = FakeRunner()
-    assert gate.run(pool, sh('gcc -c a.c'), {}, '/', runner) == 0
-    assert runner.results[0].stdout == warning
-    assert capfd.readouterr() == ('', '')   # the runner prints it, not the gate
+    runner = fake(answer=Result(returncode=0, stdout=warning))
+    gate = Gate(runner, Launcher('distcc', path='/usr/bin:/bin'))
+    result = gate.run(sh('gcc -c a.c', output=CAPTURE_MERGED))
+    assert (result.returncode, result.stdout) == (0, warning)
+    assert runner.commands[0].output == CAPTURE_MERGED
+    assert capfd.readouterr() == ('', '')   # the caller prints it, not the gate
     assert gate.ran_locally == 1
 
 
 def test_interrupt_stops_waiting_commands():
     r, w = os.pipe()                        # a -j1 jobserver: no tokens
     client = JobserverClient.from_environ({'MAKEFLAGS': '-j1 --jobserver-auth=%d,%d' % (r, w)})
-    gate = CommandGate(None, LocalSlots(4), client)
-    pool = FakePool(seconds=0.5)
-    started = []
+    runner = fake(seconds=0.5)
+    gate = Gate(runner, None, LocalSlots(4), client)
     statuses = []
 
     def command(line):
-        statuses.append(gate.run(pool, sh(line), {}, '/'))
+        statuses.append(gate.run(sh(line)).returncode)
 
     first = threading.Thread(target=command, args=('first',))
     first.start()
@@ -163,8 +131,7 @@ def test_interrupt_stops_waiting_commands():
     gate.interrupt(signal.SIGTERM)
     for t in [first] + waiters:
         t.join(10)
-    started = [argv[-1] for argv, _, _ in pool.calls]
-    assert started == ['first']
+    assert [argv[-1] for argv in runner.argvs] == ['first']
     assert sorted(statuses) == [-signal.SIGTERM] * 3 + [0]
     gate.close()
     os.close(r)
@@ -174,15 +141,16 @@ def test_interrupt_stops_waiting_commands():
 def test_signal_byte_stops_the_next_command():
     r, w = os.pipe()
     os.set_blocking(r, False)
-    gate = CommandGate(None, LocalSlots(1))
-    gate.watch_signals(r)
-    pool = FakePool()
+    watch = SignalWatch()
+    watch.fd = r                            # as start() would have it: the wake-up pipe
+    runner = fake()
+    gate = Gate(runner, None, LocalSlots(1), watch=watch)
     os.write(w, bytes([signal.SIGUSR1]))    # not an interrupt: ignored
-    assert gate.run(pool, sh('one'), {}, '/') == 0
+    assert gate.run(sh('one')).returncode == 0
     os.write(w, bytes([signal.SIGINT]))
-    assert gate.run(pool, sh('two'), {}, '/') == -signal.SIGINT
-    assert gate.run(pool, sh('three'), {}, '/') == -signal.SIGINT
-    assert [argv[-1] for argv, _, _ in pool.calls] == ['one']
+    assert gate.run(sh('two')).returncode == -signal.SIGINT
+    assert gate.run(sh('three')).returncode == -signal.SIGINT
+    assert [argv[-1] for argv in runner.argvs] == ['one']
     os.close(r)
     os.close(w)
 

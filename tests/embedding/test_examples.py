@@ -90,6 +90,8 @@ def test_python_example(tmp_path):
             cwd=tmp_path)
     out = r.stdout
     assert "run: returncode 3, stdout b'out\\n', stderr b'err\\n'" in out
+    assert ("not started: stage exec, errno 2: cannot execute "
+            "'no-such-program-for-the-example': No such file or directory") in out
     assert 'SpawnError: errno 2, stage exec' in out
     assert "split_simple_command: ['cc', '-o', 'a b.o', '-c', 'a.c']" in out
     assert 'statuses: [0, 0, 0, 0, 0, 0, 0, 0, 0]' in out

@@ -1,6 +1,7 @@
-"""The spawnpool Python module: its API contract, errors as exceptions, threads calling
-run() at once with the GIL released, and a spawn cost that does not grow with the
-driver's memory. Leak checks run after every test (conftest.py)."""
+"""The spawnpool Python module: its API contract, failures as data (and as exceptions in
+the Popen-style form), threads calling run() at once with the GIL released, and a spawn
+cost that does not grow with the driver's memory. Leak checks run after every test
+(conftest.py)."""
 
 import errno
 import os
@@ -38,9 +39,11 @@ def test_run_after_close_raises_spawn_error():
     pool.close()
     with pytest.raises(spawnpool.SpawnError) as info:
         pool.run([TRUE])
-    assert info.value.errno == errno.ESHUTDOWN
-    assert info.value.stage == "spawner"
+    assert info.value.stage == "pool_closed"
     assert not isinstance(info.value, spawnpool.SpawnerDied)
+    r = pool.run(spawnpool.Command([TRUE]))
+    assert (r.started, r.failure, r.returncode) == (False, "pool_closed", -1)
+    assert r.error_message == "the pool is closed"
 
 
 def test_result_fields_without_capture():
@@ -155,18 +158,24 @@ def test_spawn_errors(tmp_path):
         ([TRUE], missing_dir, errno.ENOENT, "chdir", missing_dir),
         ([TRUE], str(tmp_path / "file"), errno.ENOTDIR, "chdir", str(tmp_path / "file")),
         (["echo", "a\0b"], None, errno.EINVAL, "request", None),
-        ([TRUE, "x" * (128 * 1024)], None, errno.E2BIG, "request", None),
-        ([TRUE] + ["y" * 100000] * 30, None, errno.E2BIG, "request", None),
+        # E2BIG names the program, as Popen's OSError does.
+        ([TRUE, "x" * (128 * 1024)], None, errno.E2BIG, "request", TRUE),
+        ([TRUE] + ["y" * 100000] * 30, None, errno.E2BIG, "request", TRUE),
     ]
     with spawnpool.Pool(slots=1) as pool:
         for argv, cwd, code, stage, filename in cases:
+            r = pool.run(spawnpool.Command(argv, cwd=cwd))   # failures are data
+            assert (r.started, r.failure, r.error_number, r.returncode) == (
+                False, stage, code, -1), argv[0][:40]
+            assert r.error_message
             with pytest.raises(spawnpool.SpawnError) as info:
-                pool.run(argv, cwd=cwd)
+                pool.run(argv, cwd=cwd)                    # the Popen-style form raises
             e = info.value
             assert isinstance(e, OSError)
             assert not isinstance(e, spawnpool.SpawnerDied)
             assert (e.errno, e.stage, e.filename) == (code, stage, filename), argv[0][:40]
-            assert e.strerror
+            assert e.strerror == os.strerror(code)         # what Popen's would say
+            assert str(e) == r.error_message               # the engine's sentence
         assert pool.run([TRUE]).returncode == 0  # the pool is fine
 
 
@@ -191,8 +200,7 @@ def test_spawner_killed_mid_command_raises_spawner_died():
         e = outcome.get("error")
         assert isinstance(e, spawnpool.SpawnerDied), outcome
         assert isinstance(e, spawnpool.SpawnError) and isinstance(e, OSError)
-        assert e.errno == errno.ECHILD
-        assert e.stage == "spawner"
+        assert e.stage == "spawner_died"
         assert f"spawner process {spawner}" in str(e)
         assert wait_until(lambda: process_gone(command))
         # A replacement spawner serves the next command.

@@ -1,62 +1,44 @@
-"""The plugin's PSPAWN stream handling and error reporting, in-process with a fake pool.
+"""The plugin in-process, on the shared FakeRunner: its SPAWN/PSPAWN mapping, stream
+handling and error reporting; and its hooks, found by feature on fake SCons of each
+shape (4.0-4.4, 4.5 to today's master, unknown).
 
-These need neither the built module nor a scons run; the rest of the directory checks
-the real thing end to end.
+These need no scons run; the rest of the directory checks the real thing end to end.
 """
 
+import errno
+import importlib.util
 import io
+import itertools
 import os
+import signal
 import sys
+import types
 
 import pytest
 
-from scons_e2e import PLUGIN_DIR
+from scons_e2e import MODULE_DIR, PLUGIN_DIR
 
 SCons = pytest.importorskip('SCons.Platform.posix', reason='SCons is not importable here')
 sys.path.insert(0, str(PLUGIN_DIR))
+sys.path.insert(0, str(MODULE_DIR))
 import spawnpool_scons as plugin  # noqa: E402
-
-
-class FakeError(OSError):
-    def __init__(self, errno_, msg, stage):
-        super().__init__(errno_, msg)
-        self.stage = stage
-
-
-class FakeDied(FakeError):
-    pass
-
-
-class Result:
-    def __init__(self, returncode, stdout=None, stderr=None):
-        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
-
-
-class FakePool:
-    def __init__(self, result=None, error=None):
-        self.result, self.error, self.calls = result, error, []
-
-    def run(self, argv, env=None, cwd=None, capture=False, merge_stderr=False):
-        self.calls.append(dict(argv=argv, env=env, cwd=cwd, capture=capture,
-                               merge_stderr=merge_stderr))
-        if self.error:
-            raise self.error
-        return self.result
+from spawnpool import Command, Result  # noqa: E402
+from spawnpool.testing import FakeRunner  # noqa: E402
 
 
 @pytest.fixture
 def fake(monkeypatch):
-    """Installs a FakePool as the plugin's live pool; yields a setter."""
+    """Puts a session of FakeRunners in place of the plugin's; yields a setter."""
     import SCons.Platform.posix as posix
     monkeypatch.setattr(plugin, '_posix', posix)
-    monkeypatch.setattr(plugin, '_SpawnError', FakeError)
-    monkeypatch.setattr(plugin, '_SpawnerDied', FakeDied)
-    monkeypatch.setattr(plugin, '_resize_wanted', False)
-    monkeypatch.setattr(plugin, '_inflight', 0)
+    monkeypatch.setattr(plugin, '_Command', Command)
+    monkeypatch.setattr(plugin, '_stale', False)
 
-    def use(pool):
-        monkeypatch.setattr(plugin, '_pool', pool)
-        return pool
+    def use(answer):
+        runner = FakeRunner(answer)
+        session = types.SimpleNamespace(runner=runner, checks_runner=runner)
+        monkeypatch.setattr(plugin, '_session', session)
+        return runner
     return use
 
 
@@ -65,25 +47,25 @@ ENV = {'PATH': '/usr/bin:/bin'}
 
 
 def test_spawn_passes_argv_env_and_current_cwd(fake):
-    pool = fake(FakePool(Result(7)))
+    runner = fake(Result(returncode=7))
     assert plugin._pool_exec_subprocess(ARGV, ENV) == 7
-    assert pool.calls == [dict(argv=ARGV, env=ENV, cwd=os.getcwd(), capture=False,
-                               merge_stderr=False)]
-    assert plugin._inflight == 0
+    (command,) = runner.commands
+    assert (command.argv, command.env, command.cwd, command.output) == (
+        ARGV, ENV, os.getcwd(), 'passthrough')
 
 
 def test_pspawn_same_stream_is_merged_and_written_to_its_fd(fake, tmp_path):
-    pool = fake(FakePool(Result(1, b'out and err\n', None)))
+    runner = fake(Result(returncode=1, stdout=b'out and err\n'))
     with open(tmp_path / 'log', 'w') as log:
         log.write('before\n')           # still in the Python buffer: must come first
         assert plugin._pool_exec_popen3(ARGV, ENV, log, log) == 1
         log.write('after\n')
     assert (tmp_path / 'log').read_text() == 'before\nout and err\nafter\n'
-    assert pool.calls[0]['capture'] and pool.calls[0]['merge_stderr']
+    assert runner.commands[0].output == 'capture_merged'
 
 
 def test_pspawn_separate_streams_and_no_fileno(fake):
-    fake(FakePool(Result(0, b'to out\n', 'to err \xe9\n'.encode())))
+    fake(Result(returncode=0, stdout=b'to out\n', stderr='to err \xe9\n'.encode()))
     out, err = io.StringIO(), io.StringIO()
     assert plugin._pool_exec_popen3(ARGV, ENV, out, err) == 0
     assert out.getvalue() == 'to out\n'
@@ -91,19 +73,24 @@ def test_pspawn_separate_streams_and_no_fileno(fake):
 
 
 def test_pspawn_without_streams_is_passthrough(fake):
-    pool = fake(FakePool(Result(0)))
+    runner = fake(Result(returncode=0))
     assert plugin._pool_exec_popen3(ARGV, ENV, None, None) == 0
-    assert pool.calls[0]['capture'] is False
+    assert runner.commands[0].output == 'passthrough'
 
 
-@pytest.mark.parametrize('error, words', [
-    (FakeDied(32, 'the spawner process died while running the command', 'spawner'),
-     ': the spawner process died while running the command; '),
-    (FakeError(2, "cannot enter working directory '/gone'", 'chdir'), '(stage chdir)'),
-    (FakeError(22, 'bad request', 'request'), 'bad request (stage request)'),
+def failed(stage, number, message):
+    return Result(failure=stage, error_number=number, error_message=message)
+
+
+@pytest.mark.parametrize('result, words', [
+    (failed('spawner_died', errno.ECHILD, 'the spawner process died while running it'),
+     ': the spawner process died while running it; '),
+    (failed('chdir', 2, "cannot enter working directory '/gone'"), '(stage chdir)'),
+    (failed('request', 22, 'bad request'), 'bad request (stage request)'),
+    (failed('pool_closed', errno.ESHUTDOWN, 'the pool is closed'), '(stage pool_closed)'),
 ])
-def test_spawn_errors_become_one_line_and_error_2(fake, capfd, tmp_path, error, words):
-    fake(FakePool(error=error))
+def test_spawn_failures_become_one_line_and_error_2(fake, capfd, tmp_path, result, words):
+    fake(result)
     assert plugin._pool_exec_subprocess(ARGV, ENV) == 2
     with open(tmp_path / 'log', 'w') as log:
         assert plugin._pool_exec_popen3(ARGV, ENV, log, log) == 2
@@ -113,19 +100,215 @@ def test_spawn_errors_become_one_line_and_error_2(fake, capfd, tmp_path, error, 
     assert lines[0].startswith('scons: *** --process-spawner: ') and words in lines[0], err
     assert lines[0].endswith('; command: gcc -c x.c')
     assert (tmp_path / 'log').read_text() == lines[0] + '\n'   # and in config.log
-    assert plugin._inflight == 0
 
 
-@pytest.mark.parametrize('error', [
-    FakeError(2, "cannot execute 'sh': No such file or directory", 'exec'),
-    FakeError(7, 'argument 2 is 140005 bytes; exec accepts at most 131071', 'request'),
+@pytest.mark.parametrize('result', [
+    failed('exec', 2, "cannot execute 'sh': No such file or directory"),
+    failed('request', 7, 'argument 2 is 140005 bytes; exec accepts at most 131071'),
 ])
-def test_exec_failures_raise_what_stock_popen_raises(fake, error):
+def test_exec_failures_raise_what_stock_popen_raises(fake, result):
     # SCons turns these into "scons: *** [target] sh: <strerror>", as with stock.
-    fake(FakePool(error=error))
+    fake(result)
     with pytest.raises(OSError) as info:
         plugin._pool_exec_subprocess(ARGV, ENV)
-    assert type(info.value) is not FakeError
     assert (info.value.errno, info.value.strerror, info.value.filename) == (
-        error.errno, os.strerror(error.errno), 'sh')
-    assert plugin._inflight == 0
+        result.error_number, os.strerror(result.error_number), 'sh')
+
+
+# --- the hooks, on fake SCons of each shape ----------------------------------------------
+
+_copies = itertools.count()
+
+
+def fresh_plugin():
+    """A copy of the plugin module with its own state (enable() runs once per copy)."""
+    path = PLUGIN_DIR / 'spawnpool_scons' / '__init__.py'
+    spec = importlib.util.spec_from_file_location('spawnpool_scons_%d' % next(_copies), path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def stock_exec(l, env):
+    return 'stock'
+
+
+def stock_popen3(l, env, stdout, stderr):
+    return 'stock'
+
+
+class FakeParser:
+    preserve_unknown_options = False
+
+    def __init__(self, on):
+        self.values = types.SimpleNamespace(process_spawner=on, num_jobs=1)
+        self.flags = set()
+
+    def has_option(self, flag):
+        return flag in self.flags
+
+
+def fake_scons(monkeypatch, shape, option_on):
+    """Installs a fake SCons package of `shape` in sys.modules: 'job' (4.0-4.4:
+    SCons.Job), 'taskmaster' (4.5 to master: SCons.Taskmaster.Job), or what a shape we
+    do not know lacks: 'no-jobs', 'no-popen3'."""
+    modules = {}
+
+    def module(name, package=False, **attrs):
+        m = types.ModuleType(name)
+        if package:
+            m.__path__ = []
+        m.__dict__.update(attrs)
+        modules[name] = m
+        return m
+
+    class Jobs:
+        def _setup_sig_handler(self):
+            self.handled = True
+            signal.signal(signal.SIGTERM, scons_handler)
+
+    def scons_handler(signum, frame):
+        pass
+
+    parser = FakeParser(option_on)
+
+    def add_option(flag, **kw):
+        parser.flags.add(flag)
+        if not hasattr(parser.values, kw['dest']):
+            setattr(parser.values, kw['dest'], kw.get('default'))
+
+    posix = {'exec_subprocess': stock_exec, 'exec_popen3': stock_popen3}
+    if shape == 'no-popen3':
+        del posix['exec_popen3']
+    module('SCons', package=True, __version__='9.9.9-fake')
+    module('SCons.Platform', package=True)
+    module('SCons.Platform.posix', **posix)
+    module('SCons.Script', package=True)
+    module('SCons.Script.Main', OptionsParser=parser, AddOption=add_option)
+    if shape == 'taskmaster':
+        module('SCons.Taskmaster', package=True)
+        module('SCons.Taskmaster.Job', Jobs=Jobs)
+    else:
+        module('SCons.Taskmaster')          # a plain module, as before 4.5
+        if shape != 'no-jobs':
+            module('SCons.Job', Jobs=Jobs)
+    for name in [n for n in sys.modules if n == 'SCons' or n.startswith('SCons.')]:
+        monkeypatch.delitem(sys.modules, name)
+    for name, m in modules.items():
+        monkeypatch.setitem(sys.modules, name, m)
+        parent, _, child = name.rpartition('.')
+        if parent:
+            setattr(modules[parent], child, m)
+    return types.SimpleNamespace(modules=modules, Jobs=Jobs, parser=parser,
+                                 handler=scons_handler)
+
+
+@pytest.mark.parametrize('shape', ['job', 'taskmaster'])
+def test_hooks_found_in_each_known_shape(monkeypatch, shape):
+    scons = fake_scons(monkeypatch, shape, option_on=False)
+    posix, jobs = fresh_plugin().find_hooks()
+    assert posix is scons.modules['SCons.Platform.posix'] and jobs is scons.Jobs
+
+
+@pytest.mark.parametrize('shape', ['no-jobs', 'no-popen3'])
+def test_unknown_shape_is_none(monkeypatch, shape):
+    fake_scons(monkeypatch, shape, option_on=False)
+    assert fresh_plugin().find_hooks() is None
+
+
+@pytest.mark.parametrize('shape', ['job', 'taskmaster'])
+def test_enable_hooks_in(monkeypatch, shape, capfd):
+    scons = fake_scons(monkeypatch, shape, option_on=True)
+    copy = fresh_plugin()
+    copy.enable()
+    posix = scons.modules['SCons.Platform.posix']
+    assert posix.exec_subprocess is copy._pool_exec_subprocess
+    assert posix.exec_popen3 is copy._pool_exec_popen3
+    assert {'--process-spawner', '--process-spawner-output', '--process-spawner-stats',
+            '--process-spawner-launcher', '--process-spawner-jobserver'} <= scons.parser.flags
+    # When a Jobs run starts, SCons' handlers are chained to the session's interrupt,
+    # and a num_jobs that changed since the pool started (SetOption, --interactive's
+    # -j) asks for a resize before any of its commands starts.
+    copy._stale, copy._pool, copy._slots = False, object(), 1
+    scons.parser.values.num_jobs = 4
+    old = signal.getsignal(signal.SIGTERM)
+    try:
+        jobs = scons.Jobs()
+        jobs._setup_sig_handler()
+        assert jobs.handled
+        handler = signal.getsignal(signal.SIGTERM)
+        assert handler.__wrapped__ is scons.handler
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    assert copy._stale
+    copy._pool = None
+    # A second copy of the plugin (~/.scons and the project's site_scons) patches nothing.
+    fresh_plugin().enable()
+    assert posix.exec_subprocess is copy._pool_exec_subprocess
+    assert capfd.readouterr() == ('', '')
+
+
+@pytest.mark.parametrize('option_on', [False, True])
+@pytest.mark.parametrize('shape', ['no-jobs', 'no-popen3'])
+def test_unknown_shape_warns_once_if_asked_and_changes_nothing(monkeypatch, capfd, shape,
+                                                                option_on):
+    scons = fake_scons(monkeypatch, shape, option_on)
+    fresh_plugin().enable()
+    fresh_plugin().enable()                 # two copies: still one warning
+    posix = scons.modules['SCons.Platform.posix']
+    assert posix.exec_subprocess is stock_exec
+    assert getattr(posix, 'exec_popen3', stock_popen3) is stock_popen3
+    err = capfd.readouterr().err
+    if option_on:
+        assert err.count('\n') == 1 and err.startswith(
+            'scons: warning: --process-spawner: not supported by this SCons (9.9.9-fake'), err
+    else:
+        assert err == ''
+    assert '--process-spawner' in scons.parser.flags    # the option is still accepted
+
+
+def test_without_the_option_the_first_spawn_puts_stock_back(monkeypatch, capfd):
+    scons = fake_scons(monkeypatch, 'taskmaster', option_on=False)
+    copy = fresh_plugin()
+    copy.enable()
+    posix = scons.modules['SCons.Platform.posix']
+    assert posix.exec_subprocess(['sh', '-c', 'x'], {}) == 'stock'
+    assert posix.exec_subprocess is stock_exec and posix.exec_popen3 is stock_popen3
+    assert capfd.readouterr() == ('', '')
+
+
+def unstartable_pool(monkeypatch):
+    import spawnpool
+
+    class Pool:
+        def __init__(self, slots, **kw):
+            raise OSError(errno.EMFILE, 'test: cannot start spawners')
+    monkeypatch.setattr(spawnpool, 'Pool', Pool)
+
+
+def test_pool_that_cannot_start_keeps_the_options_on_popen(monkeypatch, capfd, tmp_path):
+    scons = fake_scons(monkeypatch, 'taskmaster', option_on=True)
+    scons.parser.values.process_spawner_stats = True
+    unstartable_pool(monkeypatch)
+    copy = fresh_plugin()
+    copy.enable()
+    copy._exit_registered = True         # no report at the end of pytest
+    posix = scons.modules['SCons.Platform.posix']
+    assert posix.exec_subprocess(['sh', '-c', 'exit 3'], dict(os.environ)) == 3
+    assert posix.exec_subprocess(['sh', '-c', 'exit 0'], dict(os.environ)) == 0
+    err = capfd.readouterr().err
+    assert err.count('could not start the process pool (test: cannot start spawners); '
+                     'using the default spawner.') == 1, err
+    assert copy._session.stats.commands == 2 and copy._session.stats.failed == 1
+    assert type(copy._session.base).__name__ == 'PopenRunner'
+
+
+def test_pool_that_cannot_start_without_options_is_stock(monkeypatch, capfd):
+    scons = fake_scons(monkeypatch, 'taskmaster', option_on=True)
+    unstartable_pool(monkeypatch)
+    copy = fresh_plugin()
+    copy.enable()
+    posix = scons.modules['SCons.Platform.posix']
+    assert posix.exec_subprocess(['sh', '-c', 'exit 3'], {}) == 'stock'
+    assert posix.exec_subprocess is stock_exec
+    assert capfd.readouterr().err.count('warning') == 1

@@ -5,31 +5,39 @@ are small processes started once, so spawning costs the same whatever the driver
 
     import spawnpool
     with spawnpool.Pool(slots=4) as pool:
-        r = pool.run(["cc", "-c", "a.c"], capture=True)
+        r = pool.run(spawnpool.Command(["cc", "-c", "a.c"], output=spawnpool.CAPTURE))
+        if not r.started:
+            print(r.failure, r.error_number, r.error_message)   # it never ran
         r.returncode, r.stdout, r.stderr, r.user_time, r.max_rss_kb
 
-``run`` is thread-safe and releases the GIL while the command runs; more threads than
-slots queue for a free slot. A command that cannot start raises SpawnError (an OSError
-with ``errno``, ``filename`` and ``stage``); one whose spawner dies under it raises
-SpawnerDied. A command that runs and fails is data: see ``returncode``.
+Every runner has that one method, ``run(command) -> Result`` (command.py): the pool, the
+stock `PopenRunner`, the tests' `spawnpool.testing.FakeRunner`, and the build-feature
+layers stacked on any of them (stack.py: direct exec, output sync, trace and statistics,
+the launcher/local-slots/jobserver gate), built from one options spec (options.py) that
+both ``scons --process-spawner`` and ``spawnpool run`` (cli.py) use.
 
-Build-driver features on top, one module each: ``shell.split_simple_command`` (a command
-line that needs no shell), ``ShellRunner`` (runs ``sh -c`` lines with direct exec,
-synchronized output, a trace and statistics), ``TraceWriter``, ``Stats``, ``OutputSync``.
-``python3 -m spawnpool run`` runs one command per line of a file (see cli.py).
+``Pool.run(argv, env=None, cwd=None, capture=False, merge_stderr=False)``, the earlier
+form, still works: it raises SpawnError (an OSError, like Popen's) for a command that
+never started.
+
+The pure-Python parts import without the compiled module: `spawnpool.Pool` raises
+ImportError when that module cannot be loaded (built for another interpreter, say).
 """
 
+import importlib
 import os
 
-from ._spawnpool import Result, SpawnError, SpawnerDied
-from ._spawnpool import Pool as _Pool
-from .output_sync import OutputSync
-from .runner import ShellRunner
-from .stats import Stats
-from .trace import TraceWriter
+from .command import (CAPTURE, CAPTURE_MERGED, PASSTHROUGH, Command, Result, SpawnError,
+                      SpawnerDied, spawn_error)
 
-__all__ = ["Pool", "Result", "SpawnError", "SpawnerDied", "spawner_path",
-           "OutputSync", "ShellRunner", "Stats", "TraceWriter"]
+__all__ = ["Pool", "Command", "Result", "SpawnError", "SpawnerDied", "spawn_error",
+           "PASSTHROUGH", "CAPTURE", "CAPTURE_MERGED", "PopenRunner", "spawner_path",
+           "OutputSync", "Stats", "TraceWriter"]
+
+# Imported at first use, so that `import spawnpool.options` (the SCons plugin, in every
+# build) costs little, and loads no compiled code.
+_LAZY = {"Pool": ".pool", "PopenRunner": ".popen_runner", "OutputSync": ".output_sync",
+         "Stats": ".stats", "TraceWriter": ".trace"}
 
 
 def spawner_path():
@@ -38,29 +46,14 @@ def spawner_path():
         os.path.dirname(os.path.abspath(__file__)), "spawnpool-spawner")
 
 
-class Pool(_Pool):
-    """A pool of ``slots`` spawner processes (default: one per CPU).
+def __getattr__(name):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError("module 'spawnpool' has no attribute %r" % (name,))
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
 
-    run(argv, env=None, cwd=None, capture=False, merge_stderr=False) -> Result
-        env: a mapping for the complete environment (None: this process's environment);
-        cwd: None for this process's current directory. Without capture the command
-        writes to this process's stdout/stderr as they were when the pool started.
-    cancel(sig=SIGTERM): signal the process group of every running command.
-    close(): end the spawners; running commands are killed. Also on ``with`` exit.
 
-    same_cpu_handoff: wake each spawner on the submitting thread's CPU, and the thread
-    waiting for the reply on the spawner's (see docs/architecture.md, "The CPU hint");
-    False leaves placement to the scheduler.
-    """
-
-    def __init__(self, slots=None, spawner=None, output_chunk_bytes=1 << 20,
-                 same_cpu_handoff=True):
-        super().__init__(slots or os.cpu_count() or 1, spawner or spawner_path(),
-                         output_chunk_bytes, same_cpu_handoff)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc_info):
-        self.close()
-        return False
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

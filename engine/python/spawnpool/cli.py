@@ -8,6 +8,7 @@ direct_exec.py), at most N at a time.  As make does, the first failure stops new
 from starting (running ones finish); ``-k`` runs everything.  Each failure is reported as
 ``spawnpool: *** [line 3] Error 2: <command>``.  Exit status: 0 when every command
 succeeded, 1 when any failed, 2 for a usage error, 128+N when interrupted by signal N.
+The build-feature options are those of ``scons --process-spawner`` (options.py).
 
 Threads: one worker thread per slot takes the next line and runs it (Pool.run releases
 the GIL); the main thread only waits, so it is the one that sees Ctrl-C and SIGTERM.
@@ -19,13 +20,12 @@ import signal
 import sys
 import threading
 
-from . import Pool
-from ._spawnpool import SpawnError
-from .direct_exec import ENABLED_BY_DEFAULT as _DIRECT_DEFAULT
+from .command import Command
+from .interrupts import STOP_SIGNALS, SignalWatch, chain
+from .jobserver import JobserverClient
+from .options import Settings, add_to_argparse
 from .output_sync import console_message
-from .runner import ShellRunner
-from .stats import Stats
-from .trace import TraceWriter
+from .stack import Session
 
 __all__ = ['main']
 
@@ -52,16 +52,7 @@ def _parser():
                      metavar='N', help='commands at once (default: one per CPU, %(default)s)')
     run.add_argument('-k', '--keep-going', action='store_true',
                      help='keep starting commands after one failed')
-    run.add_argument('--output', choices=('passthrough', 'sync'), default='passthrough',
-                     help='passthrough: as written (default); sync: one block per command')
-    run.add_argument('--trace', metavar='FILE',
-                     help='write a Chrome trace-event file (Perfetto, chrome://tracing)')
-    run.add_argument('--stats', action='store_true',
-                     help='print statistics to stderr at the end')
-    run.add_argument('--direct-exec', choices=('yes', 'no'),
-                     default='yes' if _DIRECT_DEFAULT else 'no',
-                     help='run lines without shell syntax without the shell '
-                          '(default: %(default)s)')
+    add_to_argparse(run)
     return parser
 
 
@@ -82,6 +73,8 @@ class _Interrupted(BaseException):
 
 
 def _raise_interrupted(signum, frame):
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt()
     raise _Interrupted(signum)
 
 
@@ -91,29 +84,35 @@ def run_command(args):
     except OSError as e:
         sys.stderr.write('%s: %s: %s\n' % (_PROG, args.file, e.strerror))
         return 2
-    stats = Stats(slots=args.jobs) if args.stats else None
+    settings = Settings.from_values(args)
+    problems = []
+    watch = SignalWatch()
+    jobserver = JobserverClient.from_environ() if settings.jobserver else None
+    session = Session(settings, args.jobs, problems.append, jobserver, watch,
+                      process_name='spawnpool run')
     try:
-        trace = TraceWriter(args.trace, process_name='spawnpool run') if args.trace else None
-    except OSError as e:
-        sys.stderr.write('%s: %s: %s\n' % (_PROG, args.trace, e.strerror))
-        return 2
-    runner = ShellRunner(output=args.output, direct_exec=args.direct_exec == 'yes',
-                         trace=trace, stats=stats)
-    try:
+        for problem in problems:
+            console_message('%s: %s\n' % (_PROG, problem))
+        if settings.trace and session.trace is None:
+            return 2
         try:
-            pool = Pool(slots=args.jobs)
-        except (OSError, RuntimeError) as e:
+            from . import Pool          # the compiled module: ImportError when unusable
+            pool = Pool(slots=args.jobs, **settings.pool_options())
+        except (OSError, RuntimeError, ImportError) as e:
             sys.stderr.write('%s: cannot start the pool: %s\n' % (_PROG, e))
             return 2
         with pool:
-            status = _Batch(_lines(source), runner, pool, args.keep_going).run(args.jobs)
+            runner = session.start(pool)
+            if session.gate is not None:
+                watch.start()
+            status = _Batch(_lines(source), runner, session, args.keep_going).run(args.jobs)
     finally:
-        if trace is not None:
-            trace.close()
+        session.finish()
         if source is not sys.stdin.buffer:
             source.close()
-    if stats is not None:
-        console_message(stats.report(prefix=_PROG))
+    report = session.report(_PROG)
+    if report:
+        console_message(report)
     return status
 
 
@@ -128,10 +127,10 @@ def _lines(source):
 class _Batch:
     """Hands lines to worker threads; stops handing them out after a failure."""
 
-    def __init__(self, lines, runner, pool, keep_going):
+    def __init__(self, lines, runner, session, keep_going):
         self._lines = lines
         self._runner = runner
-        self._pool = pool
+        self._session = session
         self._keep_going = keep_going
         self._cwd = os.getcwd()
         self._lock = threading.Lock()   # guards the fields below and the line iterator
@@ -145,7 +144,8 @@ class _Batch:
         """Run every line (or until a failure); the exit status for the whole batch."""
         workers = [threading.Thread(target=self._work, name='spawnpool-run-%d' % i,
                                     daemon=True) for i in range(jobs)]
-        stock = {s: signal.signal(s, _raise_interrupted) for s in (signal.SIGTERM, signal.SIGHUP)}
+        handler = chain(_raise_interrupted, self._interrupt)
+        stock = {s: signal.signal(s, handler) for s in STOP_SIGNALS}
         interrupted = None
         try:
             self._live = len(workers)
@@ -160,21 +160,22 @@ class _Batch:
                             self._all_done.wait()
                     break
                 except (KeyboardInterrupt, _Interrupted) as e:
-                    self._stopping = True
-                    if interrupted is not None:
-                        self._pool.cancel(signal.SIGKILL)   # asked twice: stop them now
+                    if interrupted is not None:   # asked twice: stop the commands now
+                        self._session.base.cancel(signal.SIGKILL)
                     interrupted = getattr(e, 'signum', signal.SIGINT)
-                    # A terminal's Ctrl-C reached the spawners, which pass it on; other
-                    # signals were sent to this process alone.
-                    if interrupted != signal.SIGINT:
-                        self._pool.cancel(interrupted)
         finally:
-            for signum, handler in stock.items():
-                signal.signal(signum, handler)
+            for signum, old in stock.items():
+                signal.signal(signum, old)
         if interrupted is not None:
             console_message('%s: *** %s\n' % (_PROG, signal.strsignal(interrupted)))
             return 128 + interrupted
         return 1 if self.failures else 0
+
+    def _interrupt(self, signum):
+        # In the signal handler, before it raises: no new line starts, waiting commands
+        # give up, and a signal sent to this process alone reaches the commands.
+        self._stopping = True
+        self._session.interrupt(signum)
 
     def _work(self):
         try:
@@ -199,20 +200,16 @@ class _Batch:
                     console_message('%s: *** reading the commands: %s\n' % (_PROG, e))
                     return
                 self._running += 1
-            error = None
-            try:
-                status = self._runner.run(self._pool, [SHELL, '-c', line], None, self._cwd)
-            except SpawnError as e:
-                status, error = None, e
-            self._finished(number, line, status, error)
+            result = self._runner.run(Command([SHELL, '-c', line], cwd=self._cwd))
+            self._finished(number, line, result)
 
-    def _finished(self, number, line, status, error):
+    def _finished(self, number, line, result):
         with self._lock:
             self._running -= 1
-            if status == 0:
+            if result.started and result.returncode == 0:
                 return
             self.failures += 1
-            message = '%s: *** [line %d] %s: %s\n' % (_PROG, number, _why(status, error), line)
+            message = '%s: *** [line %d] %s: %s\n' % (_PROG, number, _why(result), line)
             if not self._keep_going and not self._stopping:
                 self._stopping = True
                 if self._running:
@@ -220,11 +217,9 @@ class _Batch:
         console_message(message)
 
 
-def _why(status, error):
-    if error is not None:
-        stage = getattr(error, 'stage', None)
-        text = error.strerror or str(error)
-        return '%s (stage %s)' % (text, stage) if stage else text
-    if status < 0:
-        return signal.strsignal(-status) or 'Signal %d' % -status
-    return 'Error %d' % status
+def _why(result):
+    if not result.started:
+        return result.failure_text()
+    if result.returncode < 0:
+        return signal.strsignal(-result.returncode) or 'Signal %d' % -result.returncode
+    return 'Error %d' % result.returncode

@@ -1,39 +1,43 @@
 """Running ``sh -c LINE`` as the program it names, with what the shell would add.
 
-Skipping the shell saves one exec per command.  For the result to be the shell's, three
+`DirectExec` is the layer (stack.py) that does it on its inner runner.  Skipping the
+shell saves one exec per command.  For the result to be the shell's, three
 things the shell does besides exec'ing the program are reproduced here:
 
 - The environment: dash exports ``PWD`` (kept from the environment if it names the
   working directory, else the physical cwd).  `shell_env()` does the same.  Variable
   order in the environment block can differ; no program that looks variables up by name
   can tell.
-- A program that cannot start: the caller re-runs the line through sh, which prints its
-  own message ("sh: 1: foo: not found") and exits 126/127; nothing ran the first time.
+- A program that cannot start (failure stage "exec"): the line is run again through sh,
+  which prints its own message ("sh: 1: foo: not found") and exits 126/127; nothing ran
+  the first time.  Other failures come back as they are (a spawner that died may have
+  run the command: never run it twice).
 - A program killed by a signal N: dash (which does not exec the last command of ``-c``)
   exits 128+N and prints strsignal(N) ("Segmentation fault"), except for SIGINT and
   SIGPIPE.  `sh_status()` maps the status the same way.  SIGINT, SIGTERM, SIGHUP and SIGQUIT
   are the exception: those normally reach the command's whole process group (Ctrl-C, a
   cancel), shell included, and then sh dies of the signal too (-N, no message); so they
-  are passed on as -N.  Not reproduced: dash's " (core dumped)" suffix, which needs a
+  are passed on as -N.  The message goes where the command's stderr goes: to fd 2, or
+  into the captured output.  Not reproduced: dash's " (core dumped)" suffix, which needs a
   status bit the pool does not report (core dumps are off by default: RLIMIT_CORE 0).
 
 Verified against dash, Debian's /bin/sh (tests/cli/test_direct_exec.py).  Only ``sh`` and
 ``dash`` command lines are taken: another shell's conventions differ (bash execs the last
 command; zsh expands differently).
 
-Stateless apart from tables built at import: safe from any thread.
+Stateless apart from tables built at import: safe from any thread.  Kept lean: it is
+on every command's path by default.
 """
 
 import functools
 import os
 import signal
 
+from .command import CAPTURE_MERGED, PASSTHROUGH, Command
+from .output_sync import write_all
 from .shell import split_simple_command
 
-__all__ = ['direct_argv', 'shell_env', 'sh_status', 'ENABLED_BY_DEFAULT']
-
-#: Whether the SCons plugin and ``spawnpool run`` use direct exec unless told not to.
-ENABLED_BY_DEFAULT = True
+__all__ = ['DirectExec', 'direct_argv', 'shell_env', 'sh_status']
 
 _SHELLS = frozenset(('sh', 'dash', '/bin/sh', '/usr/bin/sh', '/bin/dash', '/usr/bin/dash'))
 
@@ -54,6 +58,41 @@ def _status_table():
 
 
 _SH_STATUS = _status_table()
+
+
+class DirectExec:
+    """The layer: ``[sh, '-c', line]`` with a simple line runs as the line's program."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def run(self, command):
+        words = direct_argv(command.argv)
+        cwd = command.cwd
+        if words is not None and cwd.__class__ is str:     # PWD is a str
+            env = command.environment
+            if 'PATH' in env or '/' in words[0]:   # dash's default PATH is not execvp's
+                output = command.output
+                result = self.inner.run(Command(words, shell_env(env, cwd), cwd, output))
+                if result.failure != 'exec':
+                    if result.failure is None and result.returncode < 0:
+                        _as_sh_would(result, output)
+                    return result
+        return self.inner.run(command)
+
+
+def _as_sh_would(result, output):
+    """A program killed by a signal: the status and message sh would have given."""
+    status, message = sh_status(result.returncode)
+    result.returncode = status
+    if message is None:
+        return
+    if output == PASSTHROUGH:
+        write_all(2, message)
+    elif output == CAPTURE_MERGED:
+        result.stdout = (result.stdout or b'') + message
+    else:
+        result.stderr = (result.stderr or b'') + message
 
 
 def direct_argv(argv):

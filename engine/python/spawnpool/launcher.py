@@ -22,6 +22,8 @@ import re
 import shlex
 import shutil
 
+from .shell import command_words
+
 __all__ = ['DEFAULT_COMPILERS', 'CompileClassifier', 'Launcher', 'LAUNCHER_ENV_PREFIXES',
            'DISTCC_EXIT_CODES']
 
@@ -36,7 +38,6 @@ LAUNCHER_ENV_PREFIXES = ('DISTCC_', 'CCACHE_', 'ICECC_', 'SCCACHE_')
 _MASQUERADE_DIRS = frozenset(('distcc', 'ccache', 'icecc'))
 _VERSION_SUFFIX = re.compile(r'-[0-9][0-9.]*$')
 _ASSIGNMENT = re.compile(r'[A-Za-z_][A-Za-z0-9_]*=')
-_OPERATORS = frozenset((';', '&&', '||', '|', '&', ';;', '(', ')', '{', '}', '!'))
 
 #: distcc's own exit codes (distcc(1) "EXIT CODES"); anything else is the compiler's.
 DISTCC_EXIT_CODES = {
@@ -85,77 +86,25 @@ class CompileClassifier:
                 dash = candidate.find('-', dash + 1)
         return False
 
-    def program_offset(self, line):
-        """(offset of the program word in `line`, the program) or (None, None)."""
-        pos, n = 0, len(line)
-        while True:
-            while pos < n and line[pos] in ' \t':
-                pos += 1
-            if pos >= n:
-                return None, None
-            end, word = _word_at(line, pos)
-            if word is None:
-                return None, None
-            if _ASSIGNMENT.match(line, pos):
-                pos = end
-                continue
-            return pos, word
-
     def is_compile(self, line):
         """Whether `line` (the text sh -c runs) is a compile: see the module comment."""
         return self.compile_offset(line) is not None
 
     def compile_offset(self, line):
         """Where to put a launcher in `line` if it is a compile, else None."""
-        pos, program = self.program_offset(line)
+        words = command_words(line)
+        first = 0
+        while first < len(words) and _ASSIGNMENT.match(line, words[first][0]):
+            first += 1
+        if first == len(words):
+            return None
+        pos, program = words[first]
         if program is None or not self.is_compiler(program):
             return None
-        for word in line[pos:].split():
-            if word == '-c':
-                return pos
-            if word in _OPERATORS or (word[-1] in ';&|' and '"' not in word
-                                      and "'" not in word):
-                return None         # the compiler's words end at a shell operator
+        # The compiler's own words end where its simple command does (at && ; | ...).
+        if any(word == '-c' for _, word in words[first + 1:]):
+            return pos
         return None
-
-
-def _word_at(line, pos):
-    """(end, unquoted word) of the shell word starting at `pos`; (pos, None) on syntax
-    this needs no part of (an operator, an expansion, an unclosed quote)."""
-    out = []
-    n = len(line)
-    i = pos
-    while i < n:
-        c = line[i]
-        if c in ' \t\n':
-            break
-        if c in ';&|()<>`$':
-            return pos, None
-        if c == "'":
-            j = line.find("'", i + 1)
-            if j < 0:
-                return pos, None
-            out.append(line[i + 1:j])
-            i = j + 1
-        elif c == '"':
-            j = i + 1
-            while j < n and line[j] != '"':
-                if line[j] in '$`\\':
-                    return pos, None
-                j += 1
-            if j >= n:
-                return pos, None
-            out.append(line[i + 1:j])
-            i = j + 1
-        elif c == '\\':
-            if i + 1 >= n:
-                return pos, None
-            out.append(line[i + 1])
-            i += 2
-        else:
-            out.append(c)
-            i += 1
-    return i, ''.join(out) if i > pos else None
 
 
 class Launcher:

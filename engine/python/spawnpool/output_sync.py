@@ -1,5 +1,10 @@
 """Synchronized output: each command's output printed as one block when it finishes.
 
+`SyncOutput` is the layer (stack.py): a passthrough command runs captured and its
+output is printed by `OutputSync.emit()` when it ends; a command whose caller captures
+passes untouched.  `console_message()` is the package's one way to print a driver
+message to the console.
+
 GNU make's ``-O`` is the reference.  When this process's stdout and stderr are the same
 open file (a terminal, or ``> log 2>&1``), a command's stdout and stderr are captured
 merged in the spawner (one pipe, so the bytes keep the order the command wrote them) and
@@ -10,8 +15,8 @@ Colour: a command writes into a pipe, so a tool that asks isatty() turns colour 
 Nothing tty-like is faked (no pty, no variables exported): escape codes that a command
 writes anyway (``-fdiagnostics-color=always``) are passed through byte for byte.
 
-Thread-safe: `emit()` holds one lock per process while writing, so blocks never
-interleave with one another.
+Thread-safe: `emit()` and console_message() hold one lock per process while writing,
+so blocks and messages never interleave with one another.
 """
 
 import os
@@ -19,7 +24,9 @@ import select
 import sys
 import threading
 
-__all__ = ['OutputSync', 'console_message', 'same_open_file', 'write_all']
+from .command import CAPTURE, CAPTURE_MERGED, PASSTHROUGH, Command
+
+__all__ = ['OutputSync', 'SyncOutput', 'console_message', 'same_open_file', 'write_all']
 
 # One lock for the whole process: two OutputSync objects (a resized pool) still share the
 # console.
@@ -46,7 +53,9 @@ def write_all(fd, data):
 
 
 def console_message(text, fd=2):
-    """Write a driver message (str) whole, never in the middle of a command's block."""
+    """Write a driver message (str) whole to fd 2 (or `fd`), never in the middle of a
+    command's block, after what Python's sys.stdout/sys.stderr hold.  The fd, not
+    sys.stderr: SCons points sys.stderr at config.log during Configure checks."""
     with _console_lock:
         _flush(sys.stdout)
         _flush(sys.stderr)
@@ -64,18 +73,11 @@ class OutputSync:
         self.stderr_fd = stderr_fd
         #: Capture stderr into stdout (True when both go to the same file).
         self.merged = same_open_file(stdout_fd, stderr_fd)
+        #: The output mode to run a command in.
+        self.capture_mode = CAPTURE_MERGED if self.merged else CAPTURE
 
-    def run_options(self):
-        """Keyword arguments for Pool.run()."""
-        return {'capture': True, 'merge_stderr': self.merged}
-
-    def emit(self, stdout, stderr, note=None):
-        """Print one command's captured output; `note` is text for its stderr (bytes)."""
-        if note:
-            if self.merged:
-                stdout = (stdout or b'') + note
-            else:
-                stderr = (stderr or b'') + note
+    def emit(self, stdout, stderr):
+        """Print one command's captured output (bytes or None) as one block."""
         if not stdout and not stderr:
             return
         with _console_lock:
@@ -90,6 +92,23 @@ class OutputSync:
                     write_all(self.stderr_fd, stderr)
             except BrokenPipeError:
                 pass    # the reader went away; the command itself would have got EPIPE
+
+
+class SyncOutput:
+    """The layer: passthrough commands run captured and print as one block at their end."""
+
+    def __init__(self, inner, sync=None):
+        self.inner = inner
+        self.sync = sync if sync is not None else OutputSync()
+
+    def run(self, command):
+        if command.output != PASSTHROUGH:
+            return self.inner.run(command)      # the caller captures: its bytes
+        sync = self.sync
+        result = self.inner.run(Command(command.argv, command.env, command.cwd,
+                                        sync.capture_mode))
+        sync.emit(result.stdout, result.stderr)
+        return result
 
 
 def _flush(stream):

@@ -1,4 +1,4 @@
-"""Telling a shell command line that needs no shell from one that does.
+"""Reading shell command lines: the one shell-word parser of the package.
 
 `split_simple_command(line)` returns the argv that ``sh -c LINE`` would execute, or None
 when the line uses anything only a shell can do (expansions, redirections, pipes, lists,
@@ -13,6 +13,10 @@ says); a backslash outside quotes escaping any character but a newline.  That co
 SCons generates: its posix ``escape()`` wraps arguments in double quotes escaping ``\\ " $``
 and ``quote_spaces`` wraps arguments holding blanks in double quotes.
 
+`command_words(line)` gives the words of the line's first simple command with their
+offsets, each unquoted when it is in that subset (None otherwise): the compiler launcher
+(launcher.py) finds a compile's program and its ``-c`` with it.
+
 Pure functions, no state: safe from any thread.  Regular expressions are compiled once at
 import; a plain line (the common case: ``gcc -o a.o -c a.c``) costs one regex match and
 one ``str.split``.
@@ -20,7 +24,7 @@ one ``str.split``.
 
 import re
 
-__all__ = ['split_simple_command', 'SHELL_WORDS']
+__all__ = ['split_simple_command', 'command_words', 'SHELL_WORDS']
 
 # Characters that mean nothing to sh outside quotes.  Left out on purpose: glob (* ? [ ]),
 # brace expansion ({ }: bash as sh), tilde (~), comment (#), history/negation (!), and
@@ -34,6 +38,13 @@ _TOKEN = re.compile(r'''
   | "(?P<double>(?:[^"\\$`\n]|\\[^\n])*)"
   | \\(?P<escaped>[^\n])
 ''' % _SAFE, re.VERBOSE)
+# A raw shell word (quotes kept), or what ends a simple command: a list or pipeline
+# operator, a subshell parenthesis, a newline.  Redirections stay inside words.
+_RAW_WORD = re.compile(r'''
+    [ \t]*(?:
+      (?P<end>&&|\|\||;;|[;&|()\n])
+    | (?P<word>(?:[^ \t\n;&|()'"\\]|'[^']*'|"(?:[^"\\]|\\.)*"|\\.)+)
+    )''', re.VERBOSE | re.DOTALL)
 # Inside double quotes a backslash only escapes these; before anything else it is literal.
 _DOUBLE_QUOTED_ESCAPE = re.compile(r'\\([$`"\\])')
 
@@ -92,4 +103,23 @@ def _split_quoted(line):
         word = text if word is None else word + text
     if word is not None:
         words.append(word)
+    return words
+
+
+def command_words(line):
+    """[(offset, word)] for each word of the first simple command of `line`, up to the
+    first operator (``&& || ; & |``), parenthesis or newline.  `word` is the word after
+    quote removal, or None when it uses more than the subset split_simple_command takes
+    (an expansion, a glob, a redirection...)."""
+    words = []
+    pos, end = 0, len(line)
+    match = _RAW_WORD.match
+    while pos < end:
+        m = match(line, pos)
+        if m is None or m.lastgroup != 'word':
+            break               # an operator, an unclosed quote, or only blanks left
+        raw = m.group('word')
+        value = _split_quoted(raw)
+        words.append((m.start('word'), value[0] if value and len(value) == 1 else None))
+        pos = m.end()
     return words

@@ -17,6 +17,7 @@ Thread-safe: one lock around the sums.
 import heapq
 import itertools
 import threading
+import time
 
 __all__ = ['Stats']
 
@@ -42,13 +43,16 @@ class Stats:
         with self._lock:
             self.slots = max(self.slots, slots)
 
-    def add(self, result, returncode, command):
-        """Record a command that ran: `result` as Pool.run() returns it."""
+    def add(self, result, command):
+        """Record one command's Result (`command`: its line, for the longest list)."""
+        if result.failure is not None:
+            self._add_unstarted(result.completed_ns or time.monotonic_ns())
+            return
         wall = result.exited_ns - result.started_ns
         entry = (wall, next(self._seq), command)
         with self._lock:
             self.commands += 1
-            if returncode != 0:
+            if result.returncode != 0:
                 self.failed += 1
             self.command_ns += wall
             self.overhead_ns += ((result.started_ns - result.dispatched_ns)
@@ -60,8 +64,7 @@ class Stats:
             elif wall > self._longest[0][0]:
                 heapq.heapreplace(self._longest, entry)
 
-    def add_unstarted(self, command, error, when_ns):
-        """Record a command that could not start."""
+    def _add_unstarted(self, when_ns):
         with self._lock:
             self.commands += 1
             self.failed += 1

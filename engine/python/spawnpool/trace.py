@@ -44,8 +44,11 @@ class TraceWriter:
         self._append({'name': 'process_name', 'ph': 'M', 'pid': self._pid, 'tid': 0,
                       'args': {'name': process_name}})
 
-    def add(self, result, returncode, command):
-        """Record a command that ran: `result` as Pool.run() returns it."""
+    def add(self, result, command):
+        """Record one command's Result (`command`: its line, for the event's name)."""
+        if result.failure is not None:
+            self._add_unstarted(result, command)
+            return
         queue_ns = result.dispatched_ns - result.submitted_ns
         overhead_ns = ((result.started_ns - result.dispatched_ns)
                        + (result.completed_ns - result.exited_ns))
@@ -56,7 +59,7 @@ class TraceWriter:
             'dur': round((result.exited_ns - result.started_ns) / 1000.0, 3),
             'args': {
                 'command': command,
-                'returncode': returncode,
+                'returncode': result.returncode,
                 'user_time_s': round(result.user_time, 6),
                 'system_time_s': round(result.system_time, 6),
                 'max_rss_kb': result.max_rss_kb,
@@ -70,12 +73,12 @@ class TraceWriter:
                 self._append_locked(self._thread_name(result.slot))
             self._append_locked(event)
 
-    def add_unstarted(self, command, error, when_ns):
-        """Record a command that could not start (`error`: the exception)."""
+    def _add_unstarted(self, result, command):
         self._append({
             'name': _short(command), 'cat': 'command', 'ph': 'i', 's': 'p',
-            'pid': self._pid, 'tid': 0, 'ts': self._us(when_ns),
-            'args': {'command': command, 'error': str(error)},
+            'pid': self._pid, 'tid': 0, 'ts': self._us(result.completed_ns or time.monotonic_ns()),
+            'args': {'command': command, 'error': result.error_message,
+                     'stage': result.failure},
         })
 
     def close(self):

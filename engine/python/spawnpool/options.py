@@ -1,0 +1,132 @@
+"""The build-feature options, declared once for every front end.
+
+`OPTIONS` lists them; each front end adds them under its own names and parses them its
+own way, then `Settings.from_values()` turns the parsed values into one Settings, from
+which stack.py builds the layers:
+
+    option         spawnpool run        scons --process-spawner ...
+    output         --output=MODE        --process-spawner-output=MODE
+    trace          --trace=FILE         --process-spawner-trace=FILE
+    ...            --NAME               --process-spawner-NAME   (dest: process_spawner_NAME)
+
+A new option (issue 12's ``memory=auto|SIZE|off``, ``history=PATH``) is one more entry
+here with its converter, one more Settings field, and its use in stack.py or in
+`Settings.pool_options()` (what Pool() is given); neither front end changes.
+
+No imports beyond the standard library: the SCons plugin adds these options even when
+the compiled module cannot be loaded.
+"""
+
+import collections
+import os
+
+__all__ = ['OPTIONS', 'Option', 'Settings', 'add_to_argparse', 'add_to_scons']
+
+
+def _yes_no(value):
+    return value if isinstance(value, bool) else value == 'yes'    # a Python caller's bool
+
+
+def _names(value):
+    names = value.split(',') if isinstance(value, str) else value  # or a list already
+    return [n.strip() for n in names if n.strip()]
+
+
+class Option(collections.namedtuple('Option', 'name kind help default choices metavar '
+                                     'convert', defaults=(None,) * 4)):
+    """One option: `kind` is 'choice', 'string', 'int' or 'flag'; `convert` maps the
+    parsed value (not None) to the Settings field."""
+
+    __slots__ = ()
+
+    @property
+    def field(self):
+        return self.name.replace('-', '_')
+
+    def value(self, parsed):
+        value = self.default if parsed is None else parsed
+        return self.convert(value) if self.convert and value is not None else value
+
+
+OPTIONS = (
+    Option('output', 'choice', "passthrough (default) or sync: print each command's output "
+           'as one block when it ends', default='passthrough',
+           choices=('passthrough', 'sync'), metavar='MODE'),
+    Option('trace', 'string', 'write a Chrome trace-event file of the commands (Perfetto, '
+           'chrome://tracing)', metavar='FILE'),
+    Option('stats', 'flag', 'print command and pool statistics at the end', default=False),
+    Option('direct-exec', 'choice', 'run commands without shell syntax without sh '
+           '(default: yes)', default='yes', choices=('yes', 'no'), metavar='yes|no',
+           convert=_yes_no),
+    Option('launcher', 'string', 'run C/C++ compiles through PROGRAM (distcc, ccache, '
+           'icecc, ...)', metavar='PROGRAM'),
+    Option('compilers', 'string', 'with a launcher: more compiler names, comma-separated '
+           '(icc,foo-gcc)', metavar='LIST', convert=_names),
+    Option('local', 'int', 'at most N commands on this machine at once (default with a '
+           'launcher: number of CPUs)', metavar='N'),
+    Option('jobserver', 'choice', 'share the job slots of a make jobserver in MAKEFLAGS '
+           '(default: yes)', default='yes', choices=('yes', 'no'), metavar='yes|no',
+           convert=_yes_no),
+)
+
+
+class Settings:
+    """The options' values for one build.  `flag(name)` spells an option as the front
+    end does, for messages; `base_dir` is where a relative trace path starts."""
+
+    def __init__(self, flag_prefix='--', base_dir=None, **values):
+        self.flag_prefix = flag_prefix
+        self.base_dir = base_dir or os.getcwd()
+        for option in OPTIONS:
+            setattr(self, option.field, option.value(values.pop(option.field, None)))
+        if values:
+            raise TypeError('unknown options: %s' % ', '.join(sorted(values)))
+
+    @classmethod
+    def from_values(cls, values, dest_prefix='', flag_prefix='--', base_dir=None):
+        """Settings from a parsed namespace whose attributes are dest_prefix + field."""
+        found = {o.field: getattr(values, dest_prefix + o.field, None) for o in OPTIONS}
+        return cls(flag_prefix, base_dir, **found)
+
+    def flag(self, name):
+        return self.flag_prefix + name
+
+    @property
+    def wants_gate(self):
+        """Whether commands may wait for a local slot (a jobserver is known later)."""
+        return bool(self.launcher or self.local is not None)
+
+    def pool_options(self):
+        """Keyword arguments for Pool() (issue 12's memory options will go here)."""
+        return {}
+
+
+def add_to_argparse(parser):
+    """Add every option to an argparse parser as --NAME (dest: the field name)."""
+    for o in OPTIONS:
+        kw = dict(dest=o.field, help=o.help)
+        if o.kind == 'flag':
+            kw.update(action='store_true', default=False)
+        else:
+            kw.update(metavar=o.metavar, default=None, choices=o.choices,
+                      type=int if o.kind == 'int' else None)
+        parser.add_argument('--' + o.name, **kw)
+
+
+def add_to_scons(add_option, has_option=None, prefix='process-spawner-',
+                 note='with --process-spawner: '):
+    """AddOption each option as --PREFIX-NAME (dest PREFIX_NAME, '-' as '_') that no
+    other copy of the plugin added yet.  Defaults stay None: Settings applies them."""
+    for o in OPTIONS:
+        flag = '--' + prefix + o.name
+        if has_option is not None and has_option(flag):
+            continue
+        kw = dict(dest=(prefix + o.name).replace('-', '_'), help=note + o.help)
+        if o.kind == 'flag':
+            kw.update(action='store_true', default=False)
+        else:
+            kw.update(type={'int': 'int', 'choice': 'choice'}.get(o.kind, 'string'),
+                      metavar=o.metavar, default=None)
+            if o.choices:
+                kw['choices'] = list(o.choices)
+        add_option(flag, **kw)

@@ -1,0 +1,71 @@
+"""The pool as a runner: `Pool.run(command) -> Result`, in the compiled module.
+
+Threading: run() may be called from any number of threads; it releases the GIL while the
+command runs, and more callers than slots queue for a free slot.  On the main thread it
+runs Python's signal handlers while it waits; one that raises (KeyboardInterrupt) sends
+SIGINT to the command and re-raises once the command has ended.
+"""
+
+import os
+import sys
+
+try:
+    from . import _spawnpool
+except ImportError as _error:
+    raise ImportError('spawnpool\'s compiled module does not load under Python %d.%d (%s); '
+                      'build or install it for this interpreter (scripts/install-scons-plugin '
+                      '--python %s)' % (sys.version_info[:2] + (_error, sys.executable)),
+                      name='spawnpool._spawnpool') from _error
+from .command import CAPTURE, CAPTURE_MERGED, PASSTHROUGH, Command, Result, spawn_error
+
+__all__ = ['Pool']
+
+_spawnpool._bind(Result)
+_run = _spawnpool.Pool.run
+
+
+class Pool(_spawnpool.Pool):
+    """A pool of ``slots`` spawner processes (default: one per CPU).
+
+    run(command) -> Result
+        The runner interface (see command.py).  Without capture the command writes to
+        this process's stdout/stderr as they were when the pool started; stdin is
+        /dev/null; it runs in a process group of its own.
+    run(argv, env=None, cwd=None, capture=False, merge_stderr=False) -> Result
+        The Popen-style form: the same, but a command that never started raises
+        SpawnError (SpawnerDied if its spawner died under it).
+    cancel(sig=SIGTERM): signal the process group of every running command.
+    close(): end the spawners; running commands are killed.  Also on ``with`` exit; a
+        command run after close() fails with stage "pool_closed".
+
+    same_cpu_handoff: wake each spawner on the submitting thread's CPU, and the thread
+    waiting for the reply on the spawner's (see docs/architecture.md, "The CPU hint");
+    False leaves placement to the scheduler.
+    """
+
+    def __init__(self, slots=None, spawner=None, output_chunk_bytes=1 << 20,
+                 same_cpu_handoff=True):
+        from . import spawner_path
+        super().__init__(slots or os.cpu_count() or 1, spawner or spawner_path(),
+                         output_chunk_bytes, same_cpu_handoff)
+
+    def run(self, command=None, env=None, cwd=None, capture=False, merge_stderr=False,
+            argv=None):
+        if isinstance(command, Command):
+            return _run(self, command)
+        if argv is not None:            # the Popen-style form's keyword
+            command = argv
+        output = PASSTHROUGH if not capture else CAPTURE_MERGED if merge_stderr else CAPTURE
+        command = Command(command, env, cwd, output)
+        result = _run(self, command)
+        if result.failure is not None:
+            raise spawn_error(command, result)
+        return result
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+        return False
+

@@ -1,0 +1,189 @@
+"""The build-feature layers on a runner, in one order, and the session that owns them.
+
+A layer is a runner (``run(command) -> Result``) with an `inner` runner.  A command goes
+down, and its result comes back up, through the layers a build's Settings ask for
+(options.py), always in this order:
+
+    Gate          gate.py          a compile gets the launcher; a command waits for a local
+                                   slot, then a jobserver token; after an interrupt it
+                                   does not start (returncode -N)
+    Recorded      this module      the trace and the statistics see every result
+    SyncOutput    output_sync.py   a passthrough command is captured and printed as one
+                                   block when it ends
+    DirectExec    direct_exec.py   ``sh -c LINE`` without shell syntax runs as its program,
+                                   with sh's environment, messages and status
+    runner        the pool (pool.py), PopenRunner (popen_runner.py), FakeRunner (testing.py)
+
+Why this order: the launcher rewrites the line before anything reads it, and no command
+holds a token it does not use; the trace records the line that ran and the status sh
+would have given; output sync captures whatever direct exec adds (sh's "Segmentation
+fault"); direct exec sits on the runner because only it knows a program could not start
+and the line needs sh after all.  A layer that is not asked for is not there: with the
+defaults a command crosses DirectExec alone.
+
+Threading: every layer is thread-safe (run() is called from many threads at once); the
+session is built, started and finished by one thread.
+"""
+
+import os
+import signal
+
+from .command import shell_line
+from .direct_exec import DirectExec
+from .gate import Gate, LocalSlots
+from .launcher import CompileClassifier, Launcher
+from .output_sync import OutputSync, SyncOutput
+from .stats import Stats
+from .trace import TraceWriter
+
+__all__ = ['Recorded', 'Session']
+
+
+class Recorded:
+    """Hands every result, with its command line, to each observer's add()."""
+
+    def __init__(self, inner, observers):
+        self.inner = inner
+        self.observers = tuple(observers)
+
+    def run(self, command):
+        result = self.inner.run(command)
+        line = shell_line(command.argv)
+        for observer in self.observers:
+            observer.add(result, line)
+        return result
+
+
+class Session:
+    """One build's features: made from its Settings, once; `start(base)` stacks the layers
+    on a runner, `rebase(base)` moves them onto another (a resized pool).
+
+    `runner` runs a build command through every layer; `checks_runner` through those
+    under the gate (SCons' Configure checks, which the launcher and the slots leave
+    alone).  `warn(text)` reports a problem that leaves the build going (an unwritable
+    trace, a launcher not on PATH, an unusable jobserver); `jobserver` is a
+    JobserverClient probed early, or None; `watch` an interrupts.SignalWatch, or None.
+    """
+
+    def __init__(self, settings, slots, warn, jobserver=None, watch=None,
+                 process_name='spawnpool', prefix='spawnpool'):
+        self.settings = settings
+        self.trace = self._open_trace(settings, process_name, warn)
+        self.stats = Stats(slots=slots) if settings.stats else None
+        self.sync = OutputSync() if settings.output == 'sync' else None
+        launcher = self._launcher(settings, warn)
+        local = settings.local
+        if local is not None and local < 1:
+            warn('%s=%d: must be at least 1; ignored' % (settings.flag('local'), local))
+            local = None
+        if local is None and launcher is not None:
+            local = _cpus()
+        if jobserver is not None and settings.jobserver:
+            jobserver.keep_from_commands()
+            if not jobserver.usable:
+                hint = jobserver.hint
+                warn('%s: %s; running one command at a time%s' % (
+                    settings.flag('jobserver'), jobserver.problem,
+                    '. ' + hint[0].upper() + hint[1:] if hint else ''))
+        else:
+            jobserver = None
+        self.gate = None
+        if launcher is not None or local is not None or jobserver is not None:
+            self.gate = Gate(None, launcher, LocalSlots(local) if local else None,
+                             jobserver, watch, prefix)
+        self.base = self.runner = self.checks_runner = None
+        self._bottom = None         # the lowest layer (its inner is the base), or None
+
+    def start(self, base):
+        """Stack the layers on `base`; returns the runner for build commands."""
+        settings = self.settings
+        runner = base
+        if settings.direct_exec:
+            runner = DirectExec(runner)
+        if self.sync is not None:
+            runner = SyncOutput(runner, self.sync)
+        observers = [o for o in (self.trace, self.stats) if o is not None]
+        if observers:
+            runner = Recorded(runner, observers)
+        self.checks_runner = runner
+        if self.gate is not None:
+            self.gate.inner = runner
+            runner = self.gate
+        self._bottom = None
+        layer = runner
+        while layer is not base:
+            self._bottom, layer = layer, layer.inner
+        self.base, self.runner = base, runner
+        return runner
+
+    def rebase(self, base):
+        """Put the layers on another runner (no command may be running)."""
+        if self._bottom is None:
+            self.runner = self.checks_runner = base
+        else:
+            self._bottom.inner = base
+        self.base = base
+        if self.stats is not None:
+            self.stats.note_slots(getattr(base, 'slots', 0) or 0)
+
+    def interrupt(self, signum):
+        """The build was interrupted by `signum` (see interrupts.py)."""
+        if self.gate is not None:
+            self.gate.interrupt(signum)
+        cancel = getattr(self.base, 'cancel', None)
+        if signum != signal.SIGINT and cancel is not None:
+            cancel(signum)
+
+    def finish(self):
+        """At the end: close the trace, give make back its tokens (idempotent)."""
+        if self.trace is not None:
+            self.trace.close()
+        if self.gate is not None:
+            self.gate.close()
+
+    def report(self, stats_prefix, line_prefix='', summary=True):
+        """The statistics (if asked for) and, with a launcher and `summary`, what the
+        launcher and the local slots did: text for the end of the build ('' if none)."""
+        text = self.stats.report(prefix=stats_prefix) if self.stats is not None else ''
+        gate = self.gate
+        if summary and gate is not None and gate.launcher is not None:
+            text += ''.join(line_prefix + line + '\n' for line in gate.summary())
+        return text
+
+    @property
+    def any_layer(self):
+        """Whether anything but direct exec is asked for (direct exec is the default)."""
+        return bool(self.trace or self.stats or self.sync or self.gate)
+
+    @staticmethod
+    def _open_trace(settings, process_name, warn):
+        if not settings.trace:
+            return None
+        path = os.path.join(settings.base_dir, settings.trace)
+        try:
+            return TraceWriter(path, process_name=process_name)
+        except OSError as e:
+            warn('%s: cannot write %s: %s' % (settings.flag('trace'), settings.trace,
+                                             e.strerror or e))
+            return None
+
+    @staticmethod
+    def _launcher(settings, warn):
+        command = (settings.launcher or '').strip()
+        if not command:
+            return None
+        try:
+            launcher = Launcher(command, CompileClassifier(settings.compilers or ()))
+        except ValueError as e:
+            warn('%s=%s: %s; compiles run without it' % (settings.flag('launcher'), command, e))
+            return None
+        if not launcher.found:
+            warn('%s: %s is not on PATH' % (settings.flag('launcher'), launcher.name))
+        return launcher
+
+
+def _cpus():
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1

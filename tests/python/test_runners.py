@@ -1,0 +1,250 @@
+"""The runner interface: run(Command) -> Result for the pool, PopenRunner and FakeRunner;
+Command's defaults; the layers and the session built from the options spec; the
+Popen-style wrapper. Leak checks run after every test (conftest.py)."""
+
+import argparse
+import errno
+import io
+import os
+import pathlib
+import signal
+
+import pytest
+
+import spawnpool
+from spawnpool import CAPTURE, CAPTURE_MERGED, PASSTHROUGH, Command, PopenRunner, Result
+from spawnpool import options, popen_style
+from spawnpool.direct_exec import DirectExec
+from spawnpool.output_sync import OutputSync, SyncOutput
+from spawnpool.stack import Recorded, Session
+from spawnpool.testing import FakeRunner
+
+ENV = {"PATH": "/usr/bin:/bin", "LC_ALL": "C"}
+
+
+# --- the same Command, the same Result, from every runner --------------------------------
+
+CASES = [
+    # argv, output, (returncode, stdout, stderr)
+    (["sh", "-c", "printf out; printf err >&2; exit 3"], CAPTURE, (3, b"out", b"err")),
+    (["sh", "-c", "printf 1; printf 2 >&2; printf 3"], CAPTURE_MERGED, (0, b"123", None)),
+    (["sh", "-c", "kill -TERM $$"], CAPTURE, (-signal.SIGTERM, b"", b"")),
+    (["true"], PASSTHROUGH, (0, None, None)),
+]
+
+
+@pytest.fixture
+def runners():
+    with spawnpool.Pool(slots=1) as pool:
+        yield {"pool": pool, "popen": PopenRunner()}
+
+
+@pytest.mark.parametrize("argv, output, expected", CASES)
+def test_runners_agree_on_results(runners, argv, output, expected):
+    for name, runner in runners.items():
+        r = runner.run(Command(argv, ENV, output=output))
+        assert isinstance(r, Result), name
+        assert (r.returncode, r.stdout, r.stderr) == expected, name
+        assert r.started and r.failure is None, name
+        assert r.submitted_ns <= r.started_ns <= r.exited_ns <= r.completed_ns, name
+        assert r.max_rss_kb > 0, name
+
+
+def test_runners_agree_on_failures(runners, tmp_path):
+    cases = [
+        (Command(["spawnpool-no-such-program"], ENV), "exec", errno.ENOENT),
+        (Command(["true"], ENV, str(tmp_path / "gone")), "chdir", errno.ENOENT),
+        (Command(["true", "x" * (128 * 1024)], ENV), "request", errno.E2BIG),
+    ]
+    for name, runner in runners.items():
+        for command, stage, number in cases:
+            r = runner.run(command)
+            assert (r.started, r.failure, r.error_number, r.returncode) == (
+                False, stage, number, -1), (name, stage)
+            assert r.error_message and r.failure_text().endswith("(stage %s)" % stage)
+            e = spawnpool.spawn_error(command, r)
+            assert isinstance(e, OSError) and e.errno == number and e.stage == stage
+
+
+def test_command_defaults(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    c = Command(["x"])
+    assert (c.env, c.cwd, c.output) == (None, os.getcwd(), PASSTHROUGH)
+    assert c.environment is os.environ
+    assert Command(["x"], cwd="sub").cwd == os.path.join(os.getcwd(), "sub")
+    assert Command(["x"], cwd=pathlib.Path("/abs")).cwd == "/abs"
+    assert Command(["x"], cwd=b"rel").cwd == os.path.join(os.getcwdb(), b"rel")
+    assert Command(["x"], {"A": "1"}).environment == {"A": "1"}
+
+
+def test_result_defaults_and_text():
+    r = Result(returncode=0)
+    assert r.started and r.failure_text() == "" and r.slot == -1 and r.peak_memory_bytes == 0
+    assert repr(r) == "<spawnpool.Result returncode=0>"
+    died = Result(failure="spawner_died", error_number=errno.ECHILD, error_message="it died")
+    assert not died.started and died.failure_text() == "it died"
+    assert isinstance(spawnpool.spawn_error(Command(["x"]), died), spawnpool.SpawnerDied)
+
+
+def test_pool_rejects_a_bad_output_mode():
+    with spawnpool.Pool(slots=1) as pool:
+        with pytest.raises(ValueError):
+            pool.run(Command(["true"], output="fancy"))
+
+
+def test_fake_runner_records_and_copies():
+    answer = Result(returncode=4, stdout=b"x")
+    fake = FakeRunner(answer)
+    first = fake.run(Command(["a"], cwd="/"))
+    first.returncode = 0                # a layer adjusting its copy
+    assert fake.run(Command(["b"], cwd="/")).returncode == 4
+    assert fake.argvs == [["a"], ["b"]] and fake.most == {None: 1}
+
+
+# --- layers --------------------------------------------------------------------------------
+
+def test_direct_exec_gives_sh_status_and_message(tmp_path):
+    killed = Result(returncode=-signal.SIGSEGV, stdout=b"", stderr=b"")
+    fake = FakeRunner(killed)
+    r = DirectExec(fake).run(Command(["sh", "-c", "prog a"], ENV, "/", CAPTURE))
+    assert fake.argvs == [["prog", "a"]]
+    assert (r.returncode, r.stderr) == (128 + signal.SIGSEGV, b"Segmentation fault\n")
+    merged = DirectExec(FakeRunner(killed)).run(Command(["sh", "-c", "p"], ENV, "/",
+                                                        CAPTURE_MERGED))
+    assert merged.stdout == b"Segmentation fault\n"
+
+
+def test_direct_exec_falls_back_to_sh_only_for_exec_failures():
+    not_found = Result(failure="exec", error_number=errno.ENOENT)
+    answers = iter([not_found, Result(returncode=127)])
+    fake = FakeRunner(lambda command: next(answers))
+    assert DirectExec(fake).run(Command(["sh", "-c", "nope"], ENV, "/")).returncode == 127
+    assert fake.argvs == [["nope"], ["sh", "-c", "nope"]]
+    died = FakeRunner(Result(failure="spawner_died"))
+    assert DirectExec(died).run(Command(["sh", "-c", "cc"], ENV, "/")).failure == "spawner_died"
+    assert died.argvs == [["cc"]]           # never run twice
+
+
+def test_sync_output_captures_passthrough_only(tmp_path):
+    with open(tmp_path / "out", "wb") as out, open(tmp_path / "err", "wb") as err:
+        fake = FakeRunner(Result(returncode=0, stdout=b"o", stderr=b"e"))
+        layer = SyncOutput(fake, OutputSync(out.fileno(), err.fileno()))
+        layer.run(Command(["x"], cwd="/"))
+        layer.run(Command(["x"], cwd="/", output=CAPTURE))     # the caller captures
+    assert [c.output for c in fake.commands] == [CAPTURE, CAPTURE]
+    assert (tmp_path / "out").read_bytes() == b"o" and (tmp_path / "err").read_bytes() == b"e"
+
+
+def test_recorded_sees_every_result():
+    seen = []
+    observer = type("Observer", (), {"add": lambda self, r, line: seen.append((r.failure, line))})
+    layer = Recorded(FakeRunner(Result(failure="exec")), [observer()])
+    layer.run(Command(["sh", "-c", "cc -c a.c"], cwd="/"))
+    layer.run(Command(["ls", "-l"], cwd="/"))
+    assert seen == [("exec", "cc -c a.c"), ("exec", "ls -l")]
+
+
+# --- the options spec and the session -------------------------------------------------------
+
+def test_one_spec_for_both_front_ends():
+    parser = argparse.ArgumentParser()
+    options.add_to_argparse(parser)
+    args = parser.parse_args(["--output=sync", "--stats", "--direct-exec=no", "--local=3",
+                              "--compilers=icc,nvcc"])
+    cli = options.Settings.from_values(args)
+    added = {}
+    options.add_to_scons(lambda flag, **kw: added.setdefault(flag, kw), None)
+    values = argparse.Namespace(**{kw["dest"]: kw["default"] for kw in added.values()})
+    values.process_spawner_output, values.process_spawner_stats = "sync", True
+    values.process_spawner_direct_exec, values.process_spawner_local = "no", 3
+    values.process_spawner_compilers = "icc,nvcc"
+    scons = options.Settings.from_values(values, "process_spawner_", "--process-spawner-")
+    for settings in (cli, scons):
+        assert (settings.output, settings.stats, settings.direct_exec, settings.local,
+                settings.compilers, settings.jobserver) == ("sync", True, False, 3,
+                                                            ["icc", "nvcc"], True)
+    assert sorted(added) == sorted("--process-spawner-" + o.name for o in options.OPTIONS)
+    assert scons.flag("trace") == "--process-spawner-trace" and cli.flag("trace") == "--trace"
+    with pytest.raises(TypeError):
+        options.Settings(no_such_option=1)
+
+
+def layer_names(runner):
+    names = []
+    while hasattr(runner, "inner"):
+        names.append(type(runner).__name__)
+        runner = runner.inner
+    return names + [type(runner).__name__]
+
+
+def test_session_stacks_the_layers_in_order(tmp_path):
+    fake = FakeRunner()
+    warnings = []
+    settings = options.Settings(output="sync", stats=True, trace="t.json", local=2,
+                                base_dir=str(tmp_path))
+    session = Session(settings, 2, warnings.append)
+    runner = session.start(fake)
+    assert layer_names(runner) == ["Gate", "Recorded", "SyncOutput", "DirectExec",
+                                   "FakeRunner"]
+    assert layer_names(session.checks_runner) == layer_names(runner)[1:]
+    other = FakeRunner()
+    session.rebase(other)                                    # a resized pool
+    runner.run(Command(["sh", "-c", "true"], ENV, "/"))
+    assert len(other.commands) == 1 and not fake.commands
+    session.finish()
+    assert (tmp_path / "t.json").exists() and warnings == []
+    assert "statistics" in session.report("x") and "1 run" in session.report("x")
+    plain = Session(options.Settings(direct_exec="no"), 1, warnings.append)
+    assert plain.start(fake) is fake and not plain.any_layer
+
+
+def test_session_interrupt_cancels_all_but_sigint():
+    cancelled = []
+    base = FakeRunner()
+    base.cancel = cancelled.append
+    session = Session(options.Settings(local=1), 1, print)
+    runner = session.start(base)
+    session.interrupt(signal.SIGINT)        # a terminal's: the spawners pass it on
+    session.interrupt(signal.SIGTERM)       # to the driver alone: passed on here
+    assert cancelled == [signal.SIGTERM]
+    assert runner.run(Command(["sh", "-c", "x"], cwd="/")).returncode == -signal.SIGTERM
+    assert base.commands == []              # interrupted: nothing starts
+
+
+def test_session_warns_and_goes_on(tmp_path):
+    warnings = []
+    settings = options.Settings(trace=str(tmp_path / "no" / "dir" / "t.json"), local=0,
+                                launcher="no-such-launcher-for-the-test")
+    session = Session(settings, 1, warnings.append)
+    assert session.trace is None and session.gate.launcher is not None
+    assert [w.split(":")[0].split("=")[0] for w in warnings] == ["--trace", "--launcher",
+                                                                  "--local"]
+
+
+# --- the Popen-style wrapper -----------------------------------------------------------------
+
+def test_popen_style_call_writes_where_popen_would(tmp_path):
+    fake = FakeRunner(Result(returncode=1, stdout=b"out\n", stderr=b"err\n"))
+    out, err = io.StringIO(), io.StringIO()
+    assert popen_style.call(fake, ["sh", "-c", "x"], ENV, out, err).returncode == 1
+    assert (out.getvalue(), err.getvalue()) == ("out\n", "err\n")
+    with open(tmp_path / "log", "w") as log:
+        log.write("first\n")
+        popen_style.call(FakeRunner(Result(returncode=0, stdout=b"both\n")), ["x"], None,
+                         log, log)
+    assert (tmp_path / "log").read_text() == "first\nboth\n"
+    assert [c.output for c in fake.commands] == [CAPTURE]
+
+
+def test_popen_style_call_raises_where_popen_would():
+    for failure, number, raises in (("exec", errno.ENOENT, True), ("request", errno.E2BIG, True),
+                                    ("request", errno.EINVAL, False),
+                                    ("spawner_died", errno.ECHILD, False)):
+        fake = FakeRunner(Result(failure=failure, error_number=number, error_message="m"))
+        if raises:
+            with pytest.raises(OSError) as info:
+                popen_style.call(fake, ["sh", "-c", "x"])
+            assert (info.value.errno, info.value.filename) == (number, "sh")
+            assert info.value.strerror == os.strerror(number)
+        else:
+            assert popen_style.call(fake, ["sh", "-c", "x"]).failure == failure
