@@ -154,11 +154,24 @@ void note_signals_to_reset() {
   }
 }
 
+namespace {
+
+void note_signals_once() {
+  static const bool signals_noted = (note_signals_to_reset(), true);
+  (void)signals_noted;
+}
+
+}  // namespace
+
+void prepare_child_start() {
+  (void)child_stack_top();
+  note_signals_once();
+}
+
 ChildStart start_child(const ChildSetup& setup) {
   char* const stack = child_stack_top();
   if (stack == nullptr) return failed(FailureStage::kSpawner, ENOMEM);
-  static const bool signals_noted = (note_signals_to_reset(), true);
-  (void)signals_noted;
+  note_signals_once();
   volatile ChildFailure failure;
   ChildArgs args{&setup, &failure};
   // Every signal blocked, glibc's own included (hence the raw call), until the child has

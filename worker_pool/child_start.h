@@ -57,6 +57,11 @@ struct ChildStart {
 /// Not thread-safe: one caller thread per process (the spawner's main thread).
 ChildStart start_child(const ChildSetup& setup);
 
+/// Does start_child()'s first-call work now (the child's stack, the signals to reset), so
+/// that the first command does not pay for it. Call once the process's own signal
+/// dispositions are set. Same thread as start_child(); idempotent.
+void prepare_child_start();
+
 /// Reads which signals are not at their default disposition in this process (the child
 /// resets those). start_child() does it on its first call; a caller that changes its
 /// dispositions afterwards (a test) calls it again. Same thread as start_child().

@@ -81,6 +81,11 @@ ChildStart start_retrying_busy_text(const ChildSetup& setup) {
 
 }  // namespace
 
+void prepare_command_launch() {
+  prepare_child_start();
+  (void)dev_null_fd();
+}
+
 LaunchedCommand launch_command(const DecodedRequest& request, bool close_extra_fds,
                                const CpuSet* child_cpus) {
   int search_error = 0;

@@ -23,6 +23,11 @@ struct LaunchedCommand {
   std::int64_t launch_ns = 0;  // CLOCK_MONOTONIC just before the (last) clone; 0 if none
 };
 
+/// Does the launch's one-time set-up now (the commands' /dev/null, the child's stack, the
+/// signals the child resets), so the first command costs what later ones do. Called by
+/// the spawner before it attaches; launch_command() does it on first use otherwise.
+void prepare_command_launch();
+
 /// Starts `request`. `close_extra_fds`: ask the child to close every fd >= 3
 /// (close_range); without it the spawner relies on keeping all its own fds close-on-exec.
 /// `child_cpus`: the CPU set the command gets just before exec (null: the caller's).

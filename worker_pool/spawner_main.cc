@@ -15,6 +15,7 @@
 #include <cstring>
 #include <vector>
 
+#include "worker_pool/command_launcher.h"
 #include "worker_pool/driver_watch.h"
 #include "worker_pool/protocol/protocol.h"
 #include "worker_pool/slot_server.h"
@@ -112,5 +113,8 @@ int main(int argc, char** argv) {
 
   static detail::RunningChild running;
   if (!detail::start_driver_watch(protocol::kLifelineFd, running)) die("starting the watch thread");
+  // Before attaching, so the first command pays no one-time set-up (issue 13: the stats'
+  // pool overhead of a short script was mostly the first command's).
+  detail::prepare_command_launch();
   detail::SlotServer(slot, segment.header, running, use_close_range).serve();
 }

@@ -121,6 +121,18 @@ class Result(types.SimpleNamespace):
     def started(self):
         return self.failure is None
 
+    def command_ns(self):
+        """The command's own time: from the start of its launch (clone and exec included,
+        as any spawn pays them) to its reap."""
+        return self.exited_ns - (self.launch_ns or self.started_ns)
+
+    def pool_overhead_ns(self):
+        """What the pool added to the command: from the slot taking it to the launch
+        (hand-off, decoding, PATH search), and from the reap to the result in the caller's
+        hands.  Runners that do not report the launch count from the child's start."""
+        return (((self.launch_ns or self.started_ns) - self.dispatched_ns)
+                + (self.completed_ns - self.exited_ns))
+
     def failure_text(self):
         """Why it never started, for a message ('' if it did)."""
         if self.failure is None:

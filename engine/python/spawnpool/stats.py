@@ -3,10 +3,11 @@
 Per command it keeps running sums and the ten longest commands (a 10-entry heap), so a
 build of any size costs constant memory.  Times come from the results (CLOCK_MONOTONIC):
 
-- command time: child start to child exit (``exited_ns - started_ns``);
-- pool overhead: from the slot taking the command to the child existing, plus from the
-  child's exit to the result in the caller's hands:
-  ``(started_ns - dispatched_ns) + (completed_ns - exited_ns)``;
+- command time: from the start of the command's launch (its clone and exec, which any
+  way of spawning pays) to its reap: ``Result.command_ns()``;
+- pool overhead: from the slot taking the command to the launch, plus from the reap to
+  the result in the caller's hands: ``Result.pool_overhead_ns()``, the hand-offs the
+  spawn benchmark's hand-off diagnostic times (its no-spawn round trip);
 - queue wait: from submit to a free slot (``dispatched_ns - submitted_ns``), apart;
 - slot utilization: total command time / (slots x build wall), where the build wall is
   from the first submit to the last result.
@@ -48,15 +49,14 @@ class Stats:
         if result.failure is not None:
             self._add_unstarted(result.completed_ns or time.monotonic_ns())
             return
-        wall = result.exited_ns - result.started_ns
+        wall = result.command_ns()
         entry = (wall, next(self._seq), command)
         with self._lock:
             self.commands += 1
             if result.returncode != 0:
                 self.failed += 1
             self.command_ns += wall
-            self.overhead_ns += ((result.started_ns - result.dispatched_ns)
-                                 + (result.completed_ns - result.exited_ns))
+            self.overhead_ns += result.pool_overhead_ns()
             self.queue_ns += result.dispatched_ns - result.submitted_ns
             self._span(result.submitted_ns, result.completed_ns)
             if len(self._longest) < _LONGEST:
@@ -101,8 +101,8 @@ class Stats:
             lines.append('  commands:           %d run, %s' % (self.commands, failed))
             lines.append('  command time:       total %s, mean %s'
                          % (_seconds(self.command_ns), _per(self.command_ns, ran)))
-            lines.append('  pool overhead:      mean %s per command (slot to child start '
-                         '+ child exit to result)' % _per(self.overhead_ns, ran))
+            lines.append('  pool overhead:      mean %s per command (slot to launch + reap '
+                         'to result)' % _per(self.overhead_ns, ran))
             lines.append('  queue wait:         mean %s per command, total %s'
                          % (_per(self.queue_ns, ran), _seconds(self.queue_ns)))
             lines.append('  slot utilization:   %.1f%% (%d slots, %.3f s from first submit '

@@ -1,7 +1,7 @@
 """A build trace in Chrome's trace-event format (open it in Perfetto or chrome://tracing).
 
 One complete event ("ph": "X") per command on the thread of its slot (tid = slot), from
-the child's start to its exit; args hold the command line, exit status, CPU times, max
+the start of its launch to its reap (Result.command_ns()); args hold the command line, exit status, CPU times, max
 RSS, queue wait and the pool's own overhead.  A command that never started is an instant
 event ("ph": "i") at the moment it was refused.
 
@@ -50,13 +50,12 @@ class TraceWriter:
             self._add_unstarted(result, command)
             return
         queue_ns = result.dispatched_ns - result.submitted_ns
-        overhead_ns = ((result.started_ns - result.dispatched_ns)
-                       + (result.completed_ns - result.exited_ns))
+        overhead_ns = result.pool_overhead_ns()
         event = {
             'name': _short(command), 'cat': 'command', 'ph': 'X',
             'pid': self._pid, 'tid': result.slot,
-            'ts': self._us(result.started_ns),
-            'dur': round((result.exited_ns - result.started_ns) / 1000.0, 3),
+            'ts': self._us(result.launch_ns or result.started_ns),
+            'dur': round(result.command_ns() / 1000.0, 3),
             'args': {
                 'command': command,
                 'returncode': result.returncode,
