@@ -165,7 +165,7 @@ class Bench:
                 proc.wait()
             record["harness_wall_s"] = time.monotonic() - start
             record.update(oom_kills=cap.oom_kills(), peak_bytes=cap.max_usage_bytes(),
-                          failcnt=cap.failcnt(), left_behind=len(cap.pids()))
+                          left_behind=len(cap.pids()))
         record["exit_status"] = proc.returncode
         record.update(read_rusage(rusage_path))
         with open(log_path, errors="replace") as f:
@@ -177,6 +177,10 @@ class Bench:
         record["lost_examples"] = [f"{p} {why}" for p, why in problems[:5]]
         record["ok"] = (proc.returncode == 0 and not record["timed_out"]
                         and not record["pool_fallback"])
+        # A whole build whose cap never held its largest command ran that command elsewhere
+        # (a pool placing its commands in cgroups outside the driver's): the cap did not bind.
+        largest = max(c["mib"] for c in memory_tree.commands(self.params))
+        record["escaped_cap"] = record["ok"] and record["peak_bytes"] < largest << 20
         if not record["ok"]:
             record["log_tail"] = log_text[-1500:]
         print(f"{label}: {describe_run(record)}", file=sys.stderr, flush=True)
@@ -208,7 +212,9 @@ class Bench:
             parent = None
         shutil.rmtree(check, ignore_errors=True)
         if p.returncode != 0:
-            return f"`{' '.join(command[3:])}` failed: {p.stdout.strip()[-400:]}"
+            last = (p.stdout.strip().splitlines() or ["no output"])[-1]
+            shown = " ".join(options).replace(os.path.join(check, "history"), "PATH")
+            return f"`scons {shown}` failed: {last.strip()}"
         if "warning: --process-spawner" in p.stdout or parent in (None, "scons", "python3"):
             return (f"the plugin fell back to stock spawning (a command's parent was "
                     f"{parent!r}): {p.stdout.strip()[-400:]}")
@@ -257,34 +263,35 @@ def fastest_safe(runs, variants):
 
 # ------------------------------------------------------------------------ phases
 
-def run_phases(bench, args, variants, unavailable):
-    runs, notes = [], []
+def run_phases(bench, args, result, save):
+    """Phase 1 (the ladder), the reference, phase 2 (paired rounds); `result["runs"]`
+    grows by one record per build and `save()` writes it each time."""
+    variants, unavailable = args.variant_list, result["unavailable"]
 
     def build(variant, phase, rnd, label):
         r = bench.run_build(variant, label)
         r.update(phase=phase, round=rnd)
-        runs.append(r)
-        return r
+        result["runs"].append(r)
+        save()
 
     ladder = [v for v in LADDER if v in variants]
     plan = [(rnd, v) for rnd in range(args.rounds) for v in spawn_bench.rotated(ladder, rnd)]
     for i, (rnd, v) in enumerate(plan, 1):
         build(v, "ladder", rnd, f"[ladder {i}/{len(plan)}] round {rnd + 1} {v}")
-    reference = fastest_safe(runs, ladder)
+    reference = result["reference"] = fastest_safe(result["runs"], ladder)
     if reference is None:
-        notes.append("Every static -j failed at least once: the cap is too tight for a "
-                     "reference; phase 2 was skipped.")
-        return runs, reference, notes
+        result["notes"].append("No static -j of the ladder built without a failure: the cap "
+                               "is too tight for a reference (or no ladder ran); phase 2 "
+                               "was skipped.")
+        return
     pool = [v for v in POOL_VARIANTS if v in variants and v not in unavailable]
-    paired = [v for v in ["stock-j8", reference] if v in variants] + pool
-    paired = list(dict.fromkeys(paired))
+    paired = list(dict.fromkeys([v for v in ["stock-j8", reference] if v in variants] + pool))
     if "admit-warm" in pool:
         build("admit-warm", "prime", -1, "[prime] admit-warm (fills the kept history)")
     plan = [(rnd, v) for rnd in range(args.admission_runs)
             for v in spawn_bench.rotated(paired, rnd)]
     for i, (rnd, v) in enumerate(plan, 1):
         build(v, "paired", rnd, f"[paired {i}/{len(plan)}] round {rnd + 1} {v}")
-    return runs, reference, notes
 
 
 def parse_args(argv=None):
@@ -362,22 +369,29 @@ def run(args):
             if why:
                 unavailable[v] = why
                 print(f"memory_bench: skipping {v}: {why}", file=sys.stderr)
-    machine = spawn_bench.machine_info()
-    runs, reference, notes = run_phases(bench, args, args.variant_list, unavailable)
-    machine["loadavg_at_end"] = [f"{x:.2f}" for x in os.getloadavg()]
-    result = {"machine": machine, "started": started, "duration_s": time.time() - started,
-              "quick": args.quick, "cap_mib": args.cap_mib, "params": asdict(bench.params),
-              "distribution": m["distribution"], "commands": len(m["commands"]),
-              "rounds": args.rounds, "admission_runs": args.admission_runs,
-              "reference": reference, "unavailable": unavailable, "notes": notes,
+    result = {"machine": spawn_bench.machine_info(), "started": started, "duration_s": 0,
+              "complete": False, "quick": args.quick, "cap_mib": args.cap_mib,
+              "params": asdict(bench.params), "distribution": m["distribution"],
+              "commands": len(m["commands"]), "rounds": args.rounds,
+              "admission_runs": args.admission_runs, "reference": None,
+              "unavailable": unavailable, "notes": [],
               "command_line": " ".join(["bench_projects/memory_bench.py"] + sys.argv[1:]),
-              "runs": runs}
+              "runs": []}
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "memory.json")
-    with open(path, "w") as f:
-        json.dump(result, f, indent=1)
-    print(f"memory_bench: {len(runs)} builds in {result['duration_s'] / 60:.1f} min -> {path}",
-          file=sys.stderr)
+
+    def save():
+        result["duration_s"] = time.time() - started
+        result["machine"]["loadavg_at_end"] = [f"{x:.2f}" for x in os.getloadavg()]
+        with open(path + ".tmp", "w") as f:
+            json.dump(result, f, indent=1)
+        os.replace(path + ".tmp", path)
+
+    run_phases(bench, args, result, save)
+    result["complete"] = True
+    save()
+    print(f"memory_bench: {len(result['runs'])} builds in {result['duration_s'] / 60:.1f} min "
+          f"-> {path}", file=sys.stderr)
     print(memory_report.section(result))
     return 0
 

@@ -108,9 +108,6 @@ class MemoryCap:
     def max_usage_bytes(self):
         return int(self._read("memory.max_usage_in_bytes"))
 
-    def failcnt(self):
-        return int(self._read("memory.failcnt"))
-
     def pids(self):
         """Every process in the cgroup or below it."""
         found = []

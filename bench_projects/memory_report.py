@@ -203,6 +203,11 @@ def section(result):
     out += ["", "### Static `-j` ladder, stock SCons", ""] + ladder_table(result)
     out += ["", "### Variants", ""] + variants_table(result)
     notes = list(result.get("notes", []))
+    escaped = sorted({r["variant"] for r in result["runs"] if r.get("escaped_cap")})
+    if escaped:
+        notes.append(f"The cap's peak usage stayed below the largest command's size in "
+                     f"successful builds of {', '.join(label(v) for v in escaped)}: their "
+                     f"commands ran outside the cap cgroup, so those builds do not count.")
     for v, why in result.get("unavailable", {}).items():
         notes.append(f"{label(v)} was not run: {why}")
     if notes:

@@ -203,7 +203,7 @@ def render_sconstruct(params):
         "# Every command is mem_compile MIB HOLD_MS TARGET SOURCES (see its source).",
         "import os",
         "",
-        f"env = Environment(ENV={{'PATH': os.environ.get('PATH', '/usr/bin:/bin')}},",
+        "env = Environment(ENV={'PATH': os.environ.get('PATH', '/usr/bin:/bin')},",
         f"                  MEM_COMPILE=File('#{TOOL_PATH}').abspath)",
         "",
     ]
