@@ -278,14 +278,15 @@ def run_phases(bench, args, result, save):
     plan = [(rnd, v) for rnd in range(args.rounds) for v in spawn_bench.rotated(ladder, rnd)]
     for i, (rnd, v) in enumerate(plan, 1):
         build(v, "ladder", rnd, f"[ladder {i}/{len(plan)}] round {rnd + 1} {v}")
-    reference = result["reference"] = fastest_safe(result["runs"], ladder)
+    reference = result["reference"] = args.reference or fastest_safe(result["runs"], ladder)
     if reference is None:
         result["notes"].append("No static -j of the ladder built without a failure: the cap "
                                "is too tight for a reference (or no ladder ran); phase 2 "
                                "was skipped.")
         return
     pool = [v for v in POOL_VARIANTS if v in variants and v not in unavailable]
-    paired = list(dict.fromkeys([v for v in ["stock-j8", reference] if v in variants] + pool))
+    paired = list(dict.fromkeys([v for v in ["stock-j8", reference]
+                                 if v in variants or v == args.reference] + pool))
     if "admit-warm" in pool:
         build("admit-warm", "prime", -1, "[prime] admit-warm (fills the kept history)")
     plan = [(rnd, v) for rnd in range(args.admission_runs)
@@ -300,7 +301,9 @@ def parse_args(argv=None):
                                  epilog=__doc__.split("\n\n", 1)[1])
     ap.add_argument("--quick", action="store_true",
                     help="a few minutes: hold times x0.5, one ladder round, 2 paired rounds")
-    ap.add_argument("--rounds", type=int, help="ladder rounds (3; quick 1)")
+    ap.add_argument("--rounds", type=int, help="ladder rounds (3; quick 1; 0: no ladder)")
+    ap.add_argument("--reference", choices=LADDER,
+                    help="the static -j to pair with, instead of the ladder's fastest safe one")
     ap.add_argument("--admission-runs", type=int, help="paired rounds (10; quick 2)")
     ap.add_argument("--cap", dest="cap_mib", type=int, default=DEFAULT_CAP_MIB,
                     help=f"memory cap in MiB (default {DEFAULT_CAP_MIB})")
@@ -317,9 +320,12 @@ def parse_args(argv=None):
     ap.add_argument("--plugin-path", default=os.path.join(REPO, "scons_plugin"),
                     help="directory holding the spawnpool_scons package")
     args = ap.parse_args(argv)
-    args.rounds = args.rounds or (1 if args.quick else 3)
-    args.admission_runs = args.admission_runs or (2 if args.quick else 10)
-    args.time_scale = args.time_scale or (0.5 if args.quick else 1.0)
+    def default(value, quick, full):
+        return value if value is not None else quick if args.quick else full
+
+    args.rounds = default(args.rounds, 1, 3)
+    args.admission_runs = default(args.admission_runs, 2, 10)
+    args.time_scale = default(args.time_scale, 0.5, 1.0)
     args.out = os.path.abspath(args.out or os.path.join(
         REPO, "build", "bench-memory-quick" if args.quick else "bench-memory"))
     args.pool_path = os.path.abspath(args.pool_path)

@@ -17,6 +17,9 @@ import statistics
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import memory_tree  # noqa: E402  (directory names of the tree)
+
 DEFAULT_RESULTS = os.path.join(os.path.dirname(HERE), "build", "bench-memory", "memory.json")
 
 LABELS = {
@@ -127,13 +130,14 @@ def targets(result):
 
 def distribution_text(result):
     d, p = result["distribution"], result["params"]
+    heavy = memory_tree.directory_name(memory_tree.Params(**p), p["heavy_dir"])
     keys = ["p10", "p25", "p50", "p75", "p90", "p95", "p99", "max"]
     return (f"{d['count']} compiles; peak MiB " + ", ".join(f"{k} {d[k]:,}" for k in keys)
             + f"; mean {d['mean']:,} MiB. Lognormal fixed by p50 {p['p50_mib']} MiB and p99 "
             f"{p['p99_mib']:,} MiB, clipped to {p['min_mib']}–{p['max_mib']:,} MiB, sizes at "
             f"the quantiles (i + 0.5)/N. {round(p['cluster_share'] * 100)}% of the top "
-            f"{round(p['heavy_share'] * 100)}% sit in one directory (`codegen`, the third "
-            f"of {p['dirs']} built). Hold time {p['hold_base_ms']} ms + "
+            f"{round(p['heavy_share'] * 100)}% sit in one directory (`{heavy}`, number "
+            f"{p['heavy_dir'] + 1} of {p['dirs']} in build order). Hold time {p['hold_base_ms']} ms + "
             f"{p['hold_per_mib_ms']} ms/MiB (x{p['time_scale']}); each directory's objects "
             f"go into an archive ({p['archive_mib']} MiB, {p['archive_ms']} ms) and one link "
             f"takes all archives ({p['link_mib']} MiB, {p['link_ms']} ms).")
@@ -187,6 +191,10 @@ def section(result):
            f"outputs missing or not byte-for-byte right after the build. Builds run from the "
            f"same tree path (the history is keyed by argv and cwd), cleaned before each.", "",
            f"Tree: {distribution_text(result)}", "",
+           "Reproduce: `bench_projects/memory_bench.py` (full run, writes "
+           "`build/bench-memory/memory.json`) or `--quick` (hold times halved, one ladder "
+           "round, two paired rounds); `bench_projects/memory_report.py RESULTS.json` prints "
+           "this section again.", "",
            f"Phase 1 runs the static `-j` ladder {result['rounds']} time(s) in rotated order; "
            f"the fastest `-j` that never failed is the reference. Phase 2 runs "
            f"{result['admission_runs']} rounds of stock `-j8`, the reference and the pool "
@@ -208,6 +216,14 @@ def section(result):
         notes.append(f"The cap's peak usage stayed below the largest command's size in "
                      f"successful builds of {', '.join(label(v) for v in escaped)}: their "
                      f"commands ran outside the cap cgroup, so those builds do not count.")
+    left = [r for r in result["runs"] if r.get("left_behind")]
+    if left:
+        notes.append(f"{len(left)} builds left processes in the cap after the build's first "
+                     f"process had exited (the harness killed them).")
+    timed_out = [r for r in result["runs"] if r.get("timed_out")]
+    if timed_out:
+        notes.append(f"{len(timed_out)} builds hit the harness's time limit and count as "
+                     f"failed.")
     for v, why in result.get("unavailable", {}).items():
         notes.append(f"{label(v)} was not run: {why}")
     if notes:
