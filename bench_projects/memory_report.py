@@ -55,9 +55,43 @@ def median_range(values, fmt="{:.1f}"):
     return text
 
 
-def paired_ratios(result, variant):
-    """wall(variant) / wall(reference) per paired round where both builds succeeded."""
-    ref = result.get("reference")
+def never_failed_reference(result):
+    """The fastest static -j (median wall) none of whose builds, in either phase, failed
+    or lost an output. It differs from result["reference"] (the ladder's pick, run in
+    every paired round) when that one failed later, in a paired round."""
+    best = None
+    for j in range(1, 9):
+        runs = counted(result["runs"], f"stock-j{j}")
+        if not runs or any(failed(r) or r["lost_outputs"] for r in runs):
+            continue
+        wall = statistics.median(r["wall_s"] for r in runs)
+        if best is None or wall < best[1]:
+            best = (f"stock-j{j}", wall)
+    return best[0] if best else None
+
+
+def ratios(result, variant):
+    """(ratios of wall(variant) to the never-failed reference's, paired per round?).
+    Paired per round when the reference ran in the paired rounds; else one ratio of
+    medians over all successful builds (the reference then only ran in the ladder)."""
+    ref = never_failed_reference(result)
+    if ref is None or variant == ref:
+        return [], True
+    if ref == result.get("reference"):
+        return paired_ratios(result, variant, ref), True
+    mine = summary_walls(result, variant)
+    theirs = summary_walls(result, ref)
+    if not mine or not theirs:
+        return [], False
+    return [statistics.median(mine) / statistics.median(theirs)], False
+
+
+def summary_walls(result, variant):
+    return [r["wall_s"] for r in counted(result["runs"], variant) if r["ok"]]
+
+
+def paired_ratios(result, variant, ref):
+    """wall(variant) / wall(ref) per paired round where both builds succeeded."""
     by_round = {}
     for r in result["runs"]:
         if r["phase"] == "paired" and r["variant"] in (variant, ref) and r["ok"]:
@@ -78,7 +112,7 @@ def summary(result, variant):
         "wall_ok": [r["wall_s"] for r in ok if r["wall_s"] is not None],
         "wall_failed": [r["wall_s"] for r in bad if r["wall_s"] is not None],
         "peak_mib": [r["peak_bytes"] / (1 << 20) for r in runs],
-        "ratios": paired_ratios(result, variant),
+        "ratios": ratios(result, variant)[0], "paired": ratios(result, variant)[1],
     }
 
 
@@ -90,6 +124,13 @@ def wall_text(s):
     return "–"
 
 
+def ratio_text(s):
+    if not s["ratios"]:
+        return "–"
+    how = "paired per round" if s["paired"] else "ratio of medians, not paired"
+    return median_range(s["ratios"], "{:.2f}") + f"x ({how})"
+
+
 def verdict(ok):
     return "met" if ok else "**missed**"
 
@@ -97,7 +138,7 @@ def verdict(ok):
 def targets(result):
     """[(target, measured, verdict)] for issue 12's benchmark targets."""
     rows = []
-    ref = result.get("reference")
+    ref = never_failed_reference(result)
     stock8 = summary(result, "stock-j8")
     if stock8["runs"]:
         # "Shown failing": in at least 9 of 10 runs, else the cap is too loose to count.
@@ -120,11 +161,9 @@ def targets(result):
                      verdict(s["failed"] == 0 and s["lost"] == 0)
                      + ("" if enough else f" (only {s['runs']} runs)")))
         limit = RATIO_TARGETS[v]
-        ratios = s["ratios"]
         rows.append((f"{label(v)}: wall <= {limit:.1f}x {label(ref) if ref else 'reference'}",
-                     (median_range(ratios, "{:.2f}") + "x (paired per round)") if ratios
-                     else "no paired rounds",
-                     verdict(bool(ratios) and statistics.median(ratios) <= limit)))
+                     ratio_text(s) if s["ratios"] else "no successful builds to compare",
+                     verdict(bool(s["ratios"]) and statistics.median(s["ratios"]) <= limit)))
     return rows
 
 
@@ -152,7 +191,7 @@ def ladder_table(result):
         if not runs:
             continue
         s = summary({**result, "runs": runs}, v)
-        mark = " (reference)" if v == result.get("reference") else ""
+        mark = " (reference)" if v == never_failed_reference(result) else ""
         lines.append(f"| {j}{mark} | {s['runs']} | {s['failed']} | {s['oom_kills']} | "
                      f"{wall_text(s)} | {statistics.median(s['peak_mib']):,.0f} |")
     return lines
@@ -161,18 +200,27 @@ def ladder_table(result):
 def variants_table(result):
     ref = result.get("reference")
     lines = ["| variant | builds | failed | OOM kills | lost outputs (in successful builds) | "
-             "wall, successful builds | wall / reference (paired) |",
+             "wall, successful builds | wall / reference |",
              "|---|---|---|---|---|---|---|"]
-    order = ["stock-j8"] + ([ref] if ref and ref != "stock-j8" else []) + \
-        ["pool-j8", "admit-cold", "admit-warm"]
-    for v in order:
+    order = ["stock-j8", ref, never_failed_reference(result),
+             "pool-j8", "admit-cold", "admit-warm"]
+    for v in dict.fromkeys(v for v in order if v):
         s = summary(result, v)
         if not s["runs"]:
             continue
-        ratio = median_range(s["ratios"], "{:.2f}") + "x" if s["ratios"] else "–"
+        ratio = ratio_text(s)
         lines.append(f"| {label(v)} | {s['runs']} | {s['failed']} | {s['oom_kills']} | "
                      f"{s['lost']} ({s['lost_in_ok']}) | {wall_text(s)} | {ratio} |")
     return lines
+
+
+def load_text(result):
+    loads = [r["loadavg_before"] for r in result["runs"] if "loadavg_before" in r]
+    if not loads:
+        return ""
+    return (f", 1-minute load {min(loads):.1f}–{max(loads):.1f} (median "
+            f"{statistics.median(loads):.1f}) before the builds (above 2: other work took "
+            f"CPU from them)")
 
 
 def section(result):
@@ -204,13 +252,18 @@ def section(result):
            f"history path every run.", "",
            f"Run at {m.get('commit', '?')}, {m.get('nproc')} CPUs, load average "
            f"{' / '.join(m.get('loadavg_at_start', []))} at the start, "
-           f"{' / '.join(m.get('loadavg_at_end', []))} at the end; took "
+           f"{' / '.join(m.get('loadavg_at_end', []))} at the end{load_text(result)}; took "
            f"{result['duration_s'] / 60:.0f} min.", "",
            "### Targets", "", "| target | measured | |", "|---|---|---|"]
     out += [f"| {t} | {measured} | {v} |" for t, measured, v in targets(result)]
     out += ["", "### Static `-j` ladder, stock SCons", ""] + ladder_table(result)
     out += ["", "### Variants", ""] + variants_table(result)
     notes = list(result.get("notes", []))
+    final = never_failed_reference(result)
+    if result.get("reference") and final != result["reference"]:
+        notes.append(f"{label(result['reference'])}, the ladder's fastest safe `-j` and the "
+                     f"paired rounds' reference, failed in a paired round; the reference is "
+                     f"{label(final) if final else 'none'}, so its ratios are not paired.")
     escaped = sorted({r["variant"] for r in result["runs"] if r.get("escaped_cap")})
     if escaped:
         notes.append(f"The cap's peak usage stayed below the largest command's size in "

@@ -205,21 +205,36 @@ def fake_run(variant, phase, rnd, ok, wall, oom=0, lost=0):
             "oom_kills": oom, "lost_outputs": lost, "peak_bytes": 3 << 30}
 
 
-def test_report_pairs_ratios_per_round_and_judges_targets():
-    runs = [fake_run("stock-j3", "ladder", 0, True, 30.0),
+def fake_result(reference_fails_in_round=None):
+    runs = [fake_run("stock-j2", "ladder", 0, True, 45.0),
+            fake_run("stock-j3", "ladder", 0, True, 30.0),
             fake_run("stock-j8", "ladder", 0, False, 5.0, oom=2, lost=170)]
     for rnd in range(10):
-        runs += [fake_run("stock-j3", "paired", rnd, True, 30.0 + rnd),
+        ref_ok = rnd != reference_fails_in_round
+        runs += [fake_run("stock-j3", "paired", rnd, ref_ok, 30.0 + rnd, lost=0 if ref_ok else 9),
                  fake_run("stock-j8", "paired", rnd, False, 5.0, oom=1, lost=170),
                  fake_run("admit-warm", "paired", rnd, True, 0.5 * (30.0 + rnd)),
                  fake_run("admit-cold", "paired", rnd, rnd != 3, 40.0 + rnd)]
-    result = {"machine": {"nproc": 2}, "duration_s": 600, "cap_mib": 3584, "rounds": 1,
-              "admission_runs": 10, "reference": "stock-j3", "unavailable": {}, "notes": [],
-              "params": memory_tree.manifest(TINY)["params"],
-              "distribution": memory_tree.manifest(TINY)["distribution"], "runs": runs}
-    assert memory_report.paired_ratios(result, "admit-warm") == [0.5] * 10
-    verdicts = {t: v for t, _, v in memory_report.targets(result)}
-    assert list(verdicts.values()).count("met") == 4
-    assert list(verdicts.values()).count("**missed**") == 2  # cold: one failure, 1.3x
+    return {"machine": {"nproc": 2}, "duration_s": 600, "cap_mib": 3584, "rounds": 1,
+            "admission_runs": 10, "reference": "stock-j3", "unavailable": {}, "notes": [],
+            "params": memory_tree.manifest(TINY)["params"],
+            "distribution": memory_tree.manifest(TINY)["distribution"], "runs": runs}
+
+
+def test_report_pairs_ratios_per_round_and_judges_targets():
+    result = fake_result()
+    assert memory_report.paired_ratios(result, "admit-warm", "stock-j3") == [0.5] * 10
+    verdicts = [v for _, _, v in memory_report.targets(result)]
+    assert verdicts.count("met") == 4
+    assert verdicts.count("**missed**") == 2  # cold: one failure, 1.3x
     text = memory_report.section(result)
     assert text.startswith("## Memory benchmark") and "| 3 (reference) |" in text
+
+
+def test_report_falls_back_to_a_lower_reference_when_the_paired_one_failed():
+    result = fake_result(reference_fails_in_round=5)
+    assert memory_report.never_failed_reference(result) == "stock-j2"
+    ratios, paired = memory_report.ratios(result, "admit-warm")
+    assert not paired and len(ratios) == 1 and ratios[0] < 0.5
+    text = memory_report.section(result)
+    assert "| 2 (reference) |" in text and "not paired" in text
