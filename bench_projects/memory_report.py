@@ -169,13 +169,18 @@ def targets(result):
 
 def distribution_text(result):
     d, p = result["distribution"], result["params"]
-    heavy = memory_tree.directory_name(memory_tree.Params(**p), p["heavy_dir"])
+    params = memory_tree.Params(**p)
+    heavy = memory_tree.directory_name(params, p["heavy_dir"])
+    placed = memory_tree.place_sizes(params)
+    top = sorted(v for sizes in placed.values() for v in sizes)[
+        -round(d["count"] * p["heavy_share"]):]
+    in_cluster = sum(v >= min(top) for v in placed[p["heavy_dir"]])
     keys = ["p10", "p25", "p50", "p75", "p90", "p95", "p99", "max"]
     return (f"{d['count']} compiles; peak MiB " + ", ".join(f"{k} {d[k]:,}" for k in keys)
             + f"; mean {d['mean']:,} MiB. Lognormal fixed by p50 {p['p50_mib']} MiB and p99 "
             f"{p['p99_mib']:,} MiB, clipped to {p['min_mib']}–{p['max_mib']:,} MiB, sizes at "
-            f"the quantiles (i + 0.5)/N. {round(p['cluster_share'] * 100)}% of the top "
-            f"{round(p['heavy_share'] * 100)}% sit in one directory (`{heavy}`, number "
+            f"the quantiles (i + 0.5)/N. {in_cluster} of the {len(top)} largest "
+            f"(>= {min(top):,} MiB) sit in one directory (`{heavy}`, number "
             f"{p['heavy_dir'] + 1} of {p['dirs']} in build order). Hold time {p['hold_base_ms']} ms + "
             f"{p['hold_per_mib_ms']} ms/MiB (x{p['time_scale']}); each directory's objects "
             f"go into an archive ({p['archive_mib']} MiB, {p['archive_ms']} ms) and one link "
@@ -223,64 +228,76 @@ def load_text(result):
             f"CPU from them)")
 
 
-def section(result):
-    """The Markdown section for docs/benchmarks.md."""
+def method_paragraphs(result):
     m = result["machine"]
-    out = ["## Memory benchmark", "",
-           f"`bench_projects/memory_bench.py`{' --quick' if result.get('quick') else ''}. "
-           f"Each build runs inside its own cgroup v1 memory cgroup with "
-           f"`memory.limit_in_bytes` = **{result['cap_mib']:,} MiB** (swap capped alike), "
-           f"created under the harness's cgroup and removed afterwards; its first process "
-           f"joins before exec. The \"compiles\" are `memory_bench/mem_compile.c`: each maps "
-           f"its size, touches every page, sleeps holding it, and writes an output that "
-           f"depends only on its arguments and inputs. A build fails when SCons exits "
-           f"non-zero (stock SCons stops at the first error, so failed builds end early); "
-           f"OOM kills come from the cap's `memory.oom_control`; lost outputs are expected "
-           f"outputs missing or not byte-for-byte right after the build. Builds run from the "
-           f"same tree path (the history is keyed by argv and cwd), cleaned before each.", "",
-           f"Tree: {distribution_text(result)}", "",
-           "Reproduce: `bench_projects/memory_bench.py` (full run, writes "
-           "`build/bench-memory/memory.json`) or `--quick` (hold times halved, one ladder "
-           "round, two paired rounds); `bench_projects/memory_report.py RESULTS.json` prints "
-           "this section again.", "",
-           f"Phase 1 runs the static `-j` ladder {result['rounds']} time(s) in rotated order; "
-           f"the fastest `-j` that never failed is the reference. Phase 2 runs "
-           f"{result['admission_runs']} rounds of stock `-j8`, the reference and the pool "
-           f"variants in rotated order, and each wall-time ratio pairs a build with the "
-           f"reference of its own round. The warm-history variant's history comes from one "
-           f"priming build (not counted) and grows over its runs; the cold one gets a fresh "
-           f"history path every run.", "",
-           f"Run at {m.get('commit', '?')}, {m.get('nproc')} CPUs, load average "
-           f"{' / '.join(m.get('loadavg_at_start', []))} at the start, "
-           f"{' / '.join(m.get('loadavg_at_end', []))} at the end{load_text(result)}; took "
-           f"{result['duration_s'] / 60:.0f} min.", "",
-           "### Targets", "", "| target | measured | |", "|---|---|---|"]
-    out += [f"| {t} | {measured} | {v} |" for t, measured, v in targets(result)]
-    out += ["", "### Static `-j` ladder, stock SCons", ""] + ladder_table(result)
-    out += ["", "### Variants", ""] + variants_table(result)
-    notes = list(result.get("notes", []))
+    return [
+        f"`bench_projects/memory_bench.py`{' --quick' if result.get('quick') else ''}. "
+        f"Each build runs inside its own cgroup v1 memory cgroup with "
+        f"`memory.limit_in_bytes` = **{result['cap_mib']:,} MiB** (swap capped alike), "
+        f"created under the harness's cgroup and removed afterwards; its first process "
+        f"joins before exec. The \"compiles\" are `memory_bench/mem_compile.c`: each maps "
+        f"its size, touches every page, sleeps holding it, and writes an output that "
+        f"depends only on its arguments and inputs. A build fails when SCons exits "
+        f"non-zero (stock SCons stops at the first error, so failed builds end early); "
+        f"OOM kills come from the cap's `memory.oom_control`; lost outputs are expected "
+        f"outputs missing or not byte-for-byte right after the build. Builds run from the "
+        f"same tree path (the history is keyed by argv and cwd), cleaned before each.",
+        f"Tree: {distribution_text(result)}",
+        "Reproduce: `bench_projects/memory_bench.py` (full run, writes "
+        "`build/bench-memory/memory.json`) or `--quick` (hold times halved, one ladder "
+        "round, two paired rounds); `bench_projects/memory_report.py RESULTS.json` prints "
+        "this section again.",
+        f"Phase 1 runs the static `-j` ladder {result['rounds']} time(s) in rotated order; "
+        f"the fastest `-j` that never failed is the reference. Phase 2 runs "
+        f"{result['admission_runs']} rounds of stock `-j8`, the reference and the pool "
+        f"variants in rotated order, and each wall-time ratio pairs a build with the "
+        f"reference of its own round. The warm-history variant's history comes from one "
+        f"priming build (not counted) and grows over its runs; the cold one gets a fresh "
+        f"history path every run.",
+        f"Run at {m.get('commit', '?')}, {m.get('nproc')} CPUs, load average "
+        f"{' / '.join(m.get('loadavg_at_start', []))} at the start, "
+        f"{' / '.join(m.get('loadavg_at_end', []))} at the end{load_text(result)}; took "
+        f"{result['duration_s'] / 60:.0f} min.",
+    ]
+
+
+def notes(result):
+    found = list(result.get("notes", []))
     final = never_failed_reference(result)
     if result.get("reference") and final != result["reference"]:
-        notes.append(f"{label(result['reference'])}, the ladder's fastest safe `-j` and the "
+        found.append(f"{label(result['reference'])}, the ladder's fastest safe `-j` and the "
                      f"paired rounds' reference, failed in a paired round; the reference is "
                      f"{label(final) if final else 'none'}, so its ratios are not paired.")
     escaped = sorted({r["variant"] for r in result["runs"] if r.get("escaped_cap")})
     if escaped:
-        notes.append(f"The cap's peak usage stayed below the largest command's size in "
+        found.append(f"The cap's peak usage stayed below the largest command's size in "
                      f"successful builds of {', '.join(label(v) for v in escaped)}: their "
-                     f"commands ran outside the cap cgroup, so those builds do not count.")
+                     f"commands ran outside the cap cgroup, which therefore did not bind them.")
     left = [r for r in result["runs"] if r.get("left_behind")]
     if left:
-        notes.append(f"{len(left)} builds left processes in the cap after the build's first "
+        found.append(f"{len(left)} builds left processes in the cap after the build's first "
                      f"process had exited (the harness killed them).")
     timed_out = [r for r in result["runs"] if r.get("timed_out")]
     if timed_out:
-        notes.append(f"{len(timed_out)} builds hit the harness's time limit and count as "
+        found.append(f"{len(timed_out)} builds hit the harness's time limit and count as "
                      f"failed.")
     for v, why in result.get("unavailable", {}).items():
-        notes.append(f"{label(v)} was not run: {why}")
-    if notes:
-        out += ["", "Notes:", ""] + [f"- {n}" for n in notes]
+        found.append(f"{label(v)} was not run: {why}")
+    return found
+
+
+def section(result):
+    """The Markdown section for docs/benchmarks.md."""
+    out = ["## Memory benchmark", ""]
+    for paragraph in method_paragraphs(result):
+        out += [paragraph, ""]
+    out += ["### Targets", "", "| target | measured | |", "|---|---|---|"]
+    out += [f"| {t} | {measured} | {v} |" for t, measured, v in targets(result)]
+    out += ["", "### Static `-j` ladder, stock SCons", ""] + ladder_table(result)
+    out += ["", "### Variants", ""] + variants_table(result)
+    found = notes(result)
+    if found:
+        out += ["", "Notes:", ""] + [f"- {n}" for n in found]
     return "\n".join(out) + "\n"
 
 
