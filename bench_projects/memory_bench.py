@@ -48,8 +48,11 @@ import memory_report  # noqa: E402
 import memory_tree  # noqa: E402
 import spawn_bench  # noqa: E402  (machine_info, rotated)
 
-# Calibrated with stock SCons 4.4 on this project's 2-CPU VMs (see docs/benchmarks.md):
-# -j1..3 never fail under this cap, -j4 and up are OOM-killed in the `codegen` directory.
+# Calibrated with stock SCons 4.4 on this project's 2-CPU VMs (two full runs, 3 ladder
+# rounds + 10 paired rounds each): -j1..3 never failed (peak <= 3,067 MiB); -j4 passed
+# 26 of 26 builds at load 6-15 but was OOM-killed at load 1.5 (a busy CPU slows SCons'
+# dispatch and the page touching, so fewer heavy compiles overlap); -j5 failed 5 of 6;
+# -j6..8 and --process-spawner -j8 failed every build, in the `codegen` directory.
 DEFAULT_CAP_MIB = 3584
 MAX_JOBS = 8
 LADDER = [f"stock-j{j}" for j in range(1, MAX_JOBS + 1)]
