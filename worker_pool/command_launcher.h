@@ -21,12 +21,14 @@ struct LaunchedCommand {
   FailureStage failure = FailureStage::kNone;
   int error_number = 0;
   std::int64_t launch_ns = 0;  // CLOCK_MONOTONIC just before the (last) clone; 0 if none
+  bool joined_cgroup = false;  // the child joined the slot's cgroup before exec
 };
 
 /// Starts `request`. `close_extra_fds`: ask the child to close every fd >= 3
 /// (close_range); without it the spawner relies on keeping all its own fds close-on-exec.
 /// `child_cpus`: the CPU set the command gets just before exec (null: the caller's).
+/// `cgroup_procs_fd`: the slot cgroup's cgroup.procs the child joins (-1: none).
 LaunchedCommand launch_command(const DecodedRequest& request, bool close_extra_fds,
-                               const CpuSet* child_cpus);
+                               const CpuSet* child_cpus, int cgroup_procs_fd);
 
 }  // namespace spawnpool::detail
