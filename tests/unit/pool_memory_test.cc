@@ -92,7 +92,7 @@ TEST_CASE("a command runs in its slot's cgroup and is measured there", "[pool][m
     CHECK(r.predicted_peak_bytes > 0);
     CHECK(r.predicted_in_use_bytes >= r.predicted_peak_bytes);
 
-    const Result big = pool.run(helper_command("alloc_touch", {"48", "0", "2"}));
+    const Result big = pool.run(helper_command("alloc_touch", {"48", "300", "2"}));
     REQUIRE(big.returncode == 0);
     INFO("peak " << big.peak_memory_bytes << ", rusage " << big.max_rss_kb << " kB");
     CHECK(big.peak_memory_bytes >= 90 * kMiB);  // both processes, not the largest one
