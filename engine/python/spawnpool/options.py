@@ -127,18 +127,14 @@ class Settings:
 
     def pool_options(self, warning_prefix='spawnpool: warning: '):
         """Keyword arguments for Pool(): the memory budget and history (nothing without
-        memory admission), and the prefix of the pool's warnings.  Makes the history's
-        directory; where that fails, the pool's one warning says so."""
+        memory admission), and the prefix of the pool's warnings (the history's file and
+        directories are the pool's to make, and its problems a warning)."""
         if not self.memory_on:
             return {}
         options = {'memory_budget': self.memory.strip(),
                    'warning_prefix': '%s%s: ' % (warning_prefix, self.flag('memory'))}
         history = self.history_path()
         if history is not None:
-            try:
-                os.makedirs(os.path.dirname(history), exist_ok=True)
-            except OSError:
-                pass
             options['history'] = history
         return options
 
