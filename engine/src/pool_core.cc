@@ -179,10 +179,10 @@ Result PoolCore::wait(JobState& job, const WaitTick& tick, std::chrono::millisec
 
 // Issue 12's recovery: the command runs again on its own slot once nothing else runs,
 // and nothing else starts until it ends; its prediction is at least the peak it was
-// killed at. Its first run's captured output is dropped (passthrough output was shown).
+// killed at (the policy also learns that peak now; the history gets the run that ends
+// it). Its first run's captured output is dropped (passthrough output was shown).
 Result PoolCore::run_again_alone(JobState& job, Result killed, const WaitTick& tick,
                                  std::chrono::milliseconds tick_period) {
-  memory_->record(job.scheduling, killed);  // a floor of what it needs, worth keeping
   JobInfo& info = job.scheduling;
   info.peak_floor_bytes = std::max(killed.peak_memory_bytes, info.predicted_peak_bytes);
   const Scheduler::Dispatch again = scheduler_.rerun_alone(job.slot, info, killed);
