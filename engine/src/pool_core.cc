@@ -116,6 +116,7 @@ PoolCore::~PoolCore() { close(); }
 std::unique_ptr<JobState> PoolCore::submit(const Command& command, bool blocking) {
   auto job = std::make_unique<JobState>();
   job->scheduling.submitted_ns = monotonic_ns();
+  if (memory_) job->cancel_alls_at_submit = cancel_alls_.load(std::memory_order_relaxed);
   job->output = command.output;
   job->cwd = working_directory(command.cwd);
   if (scheduler_.wants_keys()) job->scheduling.key = make_command_key(command.argv, job->cwd);
@@ -183,6 +184,11 @@ Result PoolCore::wait(JobState& job, const WaitTick& tick, std::chrono::millisec
 // it). Its first run's captured output is dropped (passthrough output was shown).
 Result PoolCore::run_again_alone(JobState& job, Result killed, const WaitTick& tick,
                                  std::chrono::milliseconds tick_period) {
+  // An interrupted build (cancel_all) runs nothing again; the killed run stands.
+  const auto interrupted = [&] {
+    return cancel_alls_.load(std::memory_order_relaxed) != job.cancel_alls_at_submit;
+  };
+  if (interrupted()) return killed;
   JobInfo& info = job.scheduling;
   info.peak_floor_bytes = std::max(killed.peak_memory_bytes, info.predicted_peak_bytes);
   const Scheduler::Dispatch again = scheduler_.rerun_alone(job.slot, info, killed);
@@ -190,6 +196,7 @@ Result PoolCore::run_again_alone(JobState& job, Result killed, const WaitTick& t
     job.slot = -1;
     return killed;
   }
+  if (interrupted()) return killed;  // while it waited; wait() gives the slot back
   SpawnerLoss loss;
   if (!supervisor_.ensure_alive(job.slot, loss)) {
     Result lost = failure(loss.stage, error_number_for(loss.stage), loss.description);
@@ -263,6 +270,7 @@ void PoolCore::cancel(const JobState& job, int sig) {
 }
 
 void PoolCore::cancel_all(int sig) {
+  cancel_alls_.fetch_add(1, std::memory_order_relaxed);
   for (std::size_t i = 0; i < channels_.size(); ++i)
     if (const auto request = channels_[i]->request_in_flight())
       supervisor_.signal_command(static_cast<int>(i), *request, sig);

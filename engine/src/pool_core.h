@@ -7,6 +7,7 @@
 // Thread-safe (each part is); no lock of its own.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -59,6 +60,7 @@ class PoolCore {
   std::vector<std::unique_ptr<SlotChannel>> channels_;  // one per slot
   SpawnerSupervisor supervisor_;
   Scheduler scheduler_;
+  std::atomic<std::uint64_t> cancel_alls_{0};  // cancel_all() calls so far
 };
 
 }  // namespace spawnpool::detail

@@ -3,7 +3,8 @@
 // hierarchy is writable): a command runs in its slot's cgroup and is measured there;
 // cancel and close reach a process that left the command's group and session; an
 // OOM-killed command runs again alone and succeeds when it fits alone, or fails with the
-// message when it never does; the forced no-cgroup fallback; the history across pools;
+// message when it never does, and an interrupted build does not run it again; the forced
+// no-cgroup fallback; the history across pools;
 // a pool without a budget makes no cgroup; nothing is left behind.
 #include <signal.h>
 #include <stdlib.h>
@@ -188,6 +189,23 @@ TEST_CASE("a command that never fits fails with the OOM message after one retry"
     CHECK(r.error_message.find(" MiB, budget 3072 MiB)") != std::string::npos);
     const Result after = pool.run(shell("true"));  // the pool goes on
     CHECK(after.returncode == 0);
+  });
+}
+
+TEST_CASE("cancel_all keeps an OOM-killed command from running again", "[pool][memory][oom]") {
+  with_test_cgroup(false, [](const TestCgroup& cgroup) {
+    REQUIRE(limit_memory(cgroup, 128 * kMiB));
+    Warnings warnings;
+    Pool pool(memory_options(2, cgroup.dir(), warnings));
+    Job other = pool.submit(helper_command("sleep_ms", {"20000"}));
+    Job victim = pool.submit(helper_command("alloc_touch", {"400"}));
+    // The victim is killed at once; its retry waits for `other`, which the interrupt ends.
+    std::this_thread::sleep_for(1s);
+    pool.cancel_all(SIGTERM);
+    const Result r = pool.wait(victim);
+    CHECK(r.oom_retries == 0);
+    if (r.oom_killed) CHECK(r.error_message.rfind("killed by the kernel's OOM killer", 0) == 0);
+    CHECK(pool.wait(other).returncode == -SIGTERM);
   });
 }
 

@@ -106,7 +106,9 @@ class Pool {
 
   /// Sends `sig` to the process group of the command `job` runs, if it still runs.
   void cancel(const Job& job, int sig);
-  /// Sends `sig` to the process group of every running command.
+  /// Sends `sig` to the process group of every running command. A command that was
+  /// submitted before and is to run again after an OOM kill does not: its killed run is
+  /// its result (an interrupted build must not start it again).
   void cancel_all(int sig);
 
   /// Ends the spawners (their running commands get SIGKILL) and waits for them.
