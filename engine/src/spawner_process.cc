@@ -103,7 +103,8 @@ void send_message(const SpawnerProcess& spawner, const protocol::CancelMessage& 
 }  // namespace
 
 void signal_spawner_command(const SpawnerProcess& spawner, std::uint32_t request, int sig) {
-  send_message(spawner, protocol::CancelMessage{request, sig});
+  // Signal 0 is no signal, and {0, 0} (request numbers wrap) would be the goodbye.
+  if (sig > 0) send_message(spawner, protocol::CancelMessage{request, sig});
 }
 
 void say_goodbye(const SpawnerProcess& spawner) { send_message(spawner, protocol::kGoodbye); }
