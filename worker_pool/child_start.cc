@@ -11,6 +11,7 @@
 
 #include <cerrno>
 
+#include "worker_pool/cgroup_join.h"
 #include "worker_pool/protocol/monotonic_clock.h"
 
 // The child's code runs on the parent's memory with the parent's thread pointer: no
@@ -44,6 +45,7 @@ int g_signal_count = 0;
 struct ChildFailure {
   FailureStage stage = FailureStage::kNone;
   int error_number = 0;
+  int cgroup_error = 0;  // join_cgroup_from_child()'s result
 };
 
 struct ChildArgs {
@@ -73,6 +75,10 @@ SPAWNPOOL_NO_SANITIZE int child_main(void* raw_args) {
     syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
     if (syscall(SYS_getppid) != setup.parent_pid) syscall(SYS_exit, 127);  // already gone
   }
+  // Before anything it could fork or allocate: from here on the slot's cgroup counts all
+  // of the command (one raw write; the program's own memory is charged after exec).
+  if (setup.cgroup_procs_fd >= 0)
+    args.failure->cgroup_error = join_cgroup_from_child(setup.cgroup_procs_fd);
   // A kernel sigaction of zeroes on every architecture: SIG_DFL, no flags, empty mask.
   // Signals are all blocked (start_child), so no handler of the parent's runs here.
   const unsigned long default_action[8] = {};
@@ -194,6 +200,7 @@ ChildStart start_child(const ChildSetup& setup) {
   } else {
     started.pid = pid;
   }
+  started.cgroup_join_error = failure.cgroup_error;
   started.launch_ns = launch_ns;
   return started;
 }

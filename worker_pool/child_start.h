@@ -42,6 +42,7 @@ struct ChildSetup {
   const cpu_set_t* cpus = nullptr;    // the child's CPU set before exec, when set
   std::size_t cpus_bytes = 0;
   pid_t parent_pid = 0;               // when set: SIGKILL the child when this process dies
+  int cgroup_procs_fd = -1;           // when >= 0: join that cgroup (its cgroup.procs) first
 };
 
 struct ChildStart {
@@ -49,6 +50,9 @@ struct ChildStart {
   FailureStage failure = FailureStage::kNone;
   int error_number = 0;
   std::int64_t launch_ns = 0;  // CLOCK_MONOTONIC just before the clone; 0 if none was tried
+  // With cgroup_procs_fd: 0 when the child joined the cgroup, else the errno of the write
+  // (not fatal: the command runs outside it and is measured with ru_maxrss).
+  int cgroup_join_error = 0;
 };
 
 /// Starts `setup.path`. Returns once the child has executed the program or failed to.

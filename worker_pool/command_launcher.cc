@@ -87,7 +87,7 @@ void prepare_command_launch() {
 }
 
 LaunchedCommand launch_command(const DecodedRequest& request, bool close_extra_fds,
-                               const CpuSet* child_cpus) {
+                               const CpuSet* child_cpus, int cgroup_procs_fd) {
   int search_error = 0;
   const std::string program =
       search_path(request.argv[0], request.envp.data(), request.cwd, search_error);
@@ -113,6 +113,7 @@ LaunchedCommand launch_command(const DecodedRequest& request, bool close_extra_f
   setup.close_extra_fds = close_extra_fds;
   static const pid_t spawner_pid = getpid();  // glibc no longer caches getpid()
   setup.parent_pid = spawner_pid;
+  setup.cgroup_procs_fd = cgroup_procs_fd;
   if (child_cpus && !child_cpus->empty()) {
     setup.cpus = child_cpus->data();
     setup.cpus_bytes = child_cpus->size_bytes();
@@ -134,6 +135,7 @@ LaunchedCommand launch_command(const DecodedRequest& request, bool close_extra_f
   launched.launch_ns = started.launch_ns;
   launched.stdout_fd = out.read_fd;
   launched.stderr_fd = err.read_fd;
+  launched.joined_cgroup = cgroup_procs_fd >= 0 && started.cgroup_join_error == 0;
   return launched;
 }
 

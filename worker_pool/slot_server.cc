@@ -26,11 +26,12 @@ void release_if_large(std::string& buffer) {
 }  // namespace
 
 SlotServer::SlotServer(protocol::SlotView slot, const protocol::SegmentHeader& header,
-                       RunningChild& running, bool close_extra_fds)
+                       RunningChild& running, SlotCgroup& slot_cgroup, bool close_extra_fds)
     : slot_(slot),
       request_capacity_(header.request_capacity),
       output_capacity_(header.output_capacity),
       running_(running),
+      slot_cgroup_(slot_cgroup),
       close_extra_fds_(close_extra_fds),
       launch_cpus_(CpuSet::of_calling_thread()) {}
 
@@ -86,9 +87,11 @@ void SlotServer::serve_one() {
   // Under the RunningChild lock: were the driver to go during the launch, the watch
   // thread would otherwise find no command to kill and leave it orphaned.
   LaunchedCommand command;
+  slot_cgroup_.begin_command();  // the slot's peak from here (nothing when not open)
   const bool driver_alive = running_.launch(request_.number, [&] {
     command = launch_command(request_, close_extra_fds_,
-                             same_cpu_handoff_ ? &launch_cpus_ : nullptr);
+                             same_cpu_handoff_ ? &launch_cpus_ : nullptr,
+                             slot_cgroup_.procs_fd());
     return command.pid;
   });
   give_back_launch_cpus();
@@ -106,6 +109,11 @@ void SlotServer::serve_one() {
   header.user_usec = usec(outcome_.usage.ru_utime);
   header.system_usec = usec(outcome_.usage.ru_stime);
   header.max_rss_kb = outcome_.usage.ru_maxrss;
+  const CommandMemory memory = slot_cgroup_.end_command(command.joined_cgroup);
+  bool from_cgroup = false;
+  header.peak_memory_bytes = reported_peak_bytes(memory, outcome_.usage.ru_maxrss, from_cgroup);
+  if (from_cgroup) header.flags |= protocol::kMemoryFromCgroup;
+  if (memory.oom_killed) header.flags |= protocol::kOomKilled;
   header.received_ns = received_ns_;
   header.launch_ns = command.launch_ns;
   header.started_ns = started_ns_;
@@ -149,8 +157,10 @@ void SlotServer::send_reply(protocol::ReplyHeader header) {
     }
     header.chunk_offset = offset;
     header.chunk_size = size;
+    // OR-ed: the memory flags are set already; only the first chunk may pin.
     const bool pinned = offset == 0 && same_cpu_handoff_ && pin_waiter();
-    header.flags = pinned ? std::uint32_t{protocol::kWaiterPinned} : 0u;
+    header.flags = (header.flags & ~std::uint32_t{protocol::kWaiterPinned}) |
+                   (pinned ? std::uint32_t{protocol::kWaiterPinned} : 0u);
     header.replied_ns = monotonic_ns();
     *slot_.reply = header;
     hand_over(protocol::kReply);

@@ -1,9 +1,11 @@
-// The spawner's main loop over its slot: wait for a request, run the command, hand back
-// the reply (in chunks when the output exceeds one chunk). Main thread of the spawner.
+// The spawner's main loop over its slot: wait for a request, run the command (in the
+// slot's cgroup, when it has one, measuring its peak), hand back the reply (in chunks
+// when the output exceeds one chunk). Main thread of the spawner.
 #pragma once
 
 #include <cstdint>
 
+#include "worker_pool/cgroup_slot.h"
 #include "worker_pool/command_waiter.h"
 #include "worker_pool/protocol/cpu_affinity.h"
 #include "worker_pool/protocol/protocol.h"
@@ -14,8 +16,10 @@ namespace spawnpool::detail {
 
 class SlotServer {
  public:
+  /// `slot_cgroup` (open or not) must outlive the server; only this thread measures
+  /// through it.
   SlotServer(protocol::SlotView slot, const protocol::SegmentHeader& header,
-             RunningChild& running, bool close_extra_fds);
+             RunningChild& running, SlotCgroup& slot_cgroup, bool close_extra_fds);
 
   /// Announces the spawner as attached, then serves requests until the process ends.
   [[noreturn]] void serve();
@@ -35,6 +39,7 @@ class SlotServer {
   std::uint64_t request_capacity_;
   std::uint64_t output_capacity_;
   RunningChild& running_;
+  SlotCgroup& slot_cgroup_;
   bool close_extra_fds_;
   CpuSet launch_cpus_;      // the CPU set to give back after a driver's CPU pin
   bool same_cpu_handoff_ = false;  // the current request came with the driver's pin

@@ -1,6 +1,7 @@
 // spawnpool-spawner: one per job slot, started by the driver through posix_spawn (never
 // by forking the driver) and alive for the whole build. It finds the segment on fd 3 and
-// the lifeline socket to the driver on fd 4; argv[1] is its slot index.
+// the lifeline socket to the driver on fd 4; argv[1] is its slot index, and argv[2], when
+// the pool has per-slot cgroups, its slot's cgroup (encode_slot_cgroup()).
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -13,8 +14,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
+#include "worker_pool/cgroup_config.h"
+#include "worker_pool/cgroup_slot.h"
 #include "worker_pool/command_launcher.h"
 #include "worker_pool/driver_watch.h"
 #include "worker_pool/protocol/protocol.h"
@@ -86,11 +90,21 @@ MappedSegment map_segment(std::uint64_t page_size) {
   return {base, header};
 }
 
+// The slot's cgroup, opened once for every command of this spawner. A cgroup that cannot
+// be used costs the measurement, not the build: one line says why, and commands run
+// without it (peaks from ru_maxrss, kills by process group).
+void open_slot_cgroup(const char* argument, detail::SlotCgroup& slot_cgroup) {
+  detail::SlotCgroupConfig config;
+  std::string why;
+  if (!detail::decode_slot_cgroup(argument, config, why) || !slot_cgroup.open(config, why))
+    std::fprintf(stderr, "spawnpool-spawner: %s; running without a cgroup\n", why.c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s SLOT (started by the spawnpool engine)\n", argv[0]);
+  if (argc != 2 && argc != 3) {
+    std::fprintf(stderr, "usage: %s SLOT [CGROUP] (started by the spawnpool engine)\n", argv[0]);
     return 2;
   }
   reset_signal_state();
@@ -111,10 +125,14 @@ int main(int argc, char** argv) {
                         page_size);
   slot.control->spawner_pid.store(getpid());
 
-  static detail::RunningChild running;
-  if (!detail::start_driver_watch(protocol::kLifelineFd, running)) die("starting the watch thread");
+  // Static: the watch thread uses both until the process exits.
+  static detail::SlotCgroup slot_cgroup;
+  if (argc == 3) open_slot_cgroup(argv[2], slot_cgroup);
+  static detail::RunningChild running(&slot_cgroup);
+  if (!detail::start_driver_watch(protocol::kLifelineFd, running, slot_cgroup))
+    die("starting the watch thread");
   // Before attaching, so the first command pays no one-time set-up (issue 13: the stats'
   // pool overhead of a short script was mostly the first command's).
   detail::prepare_command_launch();
-  detail::SlotServer(slot, segment.header, running, use_close_range).serve();
+  detail::SlotServer(slot, segment.header, running, slot_cgroup, use_close_range).serve();
 }

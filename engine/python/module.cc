@@ -2,11 +2,17 @@
 // a spawnpool.Command and returns a spawnpool.Result; a command that never started is a
 // Result carrying its failure, never an exception. Arguments are turned into C++ values
 // with the GIL held; every wait then runs with the GIL released. On the main thread the
-// wait wakes every 100 ms to let Python run its signal handlers.
+// wait wakes every 100 ms to let Python run its signal handlers. The pool's warnings (its
+// memory history, missing cgroups) are written to stderr by the engine itself, with the
+// caller's prefix: they may come from the history's writer thread, which must not call
+// into Python.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <signal.h>
 
+#include <unistd.h>
+
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -63,6 +69,10 @@ struct Names {
   PyObject *returncode, *failure, *error_number, *error_message, *stdout_, *stderr_,
       *user_time, *system_time, *wall_time, *max_rss_kb, *slot, *submitted_ns,
       *dispatched_ns, *received_ns, *launch_ns, *started_ns, *exited_ns, *completed_ns;
+  PyObject *peak_memory_bytes, *memory_source, *oom_killed, *oom_retries,
+      *predicted_peak_bytes, *memory_wait_ns, *predicted_in_use_bytes,
+      *measured_in_use_bytes;
+  PyObject* source_names[3];  // "none" is never set: the field's default is None
 };
 Names g_names;
 
@@ -76,7 +86,11 @@ void make_names() {
                   intern("wall_time"),     intern("max_rss_kb"),   intern("slot"),
                   intern("submitted_ns"),  intern("dispatched_ns"), intern("received_ns"),
                   intern("launch_ns"),     intern("started_ns"),   intern("exited_ns"),
-                  intern("completed_ns")};
+                  intern("completed_ns"),  intern("peak_memory_bytes"), intern("memory_source"),
+                  intern("oom_killed"),    intern("oom_retries"),  intern("predicted_peak_bytes"),
+                  intern("memory_wait_ns"), intern("predicted_in_use_bytes"),
+                  intern("measured_in_use_bytes"),
+                  {nullptr, intern("rusage"), intern("cgroup")}};
 }
 
 py::object attribute(py::handle object, PyObject* name) {
@@ -114,6 +128,30 @@ void set_field(PyObject* fields, PyObject* name, PyObject* value) {
   Py_DECREF(value);
 }
 
+// The memory fields: the peak and its source always (from ru_maxrss without a budget),
+// the admission's only where set, so that a pool without a budget pays two fields.
+void set_memory_fields(PyObject* d, const spawnpool::Result& r) {
+  const auto source = static_cast<std::size_t>(r.memory_source);
+  if (source == 0 || source > 2) return;
+  set_field(d, g_names.peak_memory_bytes, PyLong_FromLongLong(r.peak_memory_bytes));
+  Py_INCREF(g_names.source_names[source]);
+  set_field(d, g_names.memory_source, g_names.source_names[source]);
+  if (r.oom_killed) {
+    set_field(d, g_names.oom_killed, PyBool_FromLong(1));
+    set_field(d, g_names.error_message,
+              PyUnicode_DecodeUTF8(r.error_message.data(), r.error_message.size(), "replace"));
+  }
+  if (r.oom_retries) set_field(d, g_names.oom_retries, PyLong_FromLong(r.oom_retries));
+  if (r.predicted_peak_bytes)
+    set_field(d, g_names.predicted_peak_bytes, PyLong_FromLongLong(r.predicted_peak_bytes));
+  if (r.memory_wait_ns)
+    set_field(d, g_names.memory_wait_ns, PyLong_FromLongLong(r.memory_wait_ns));
+  if (r.predicted_in_use_bytes)
+    set_field(d, g_names.predicted_in_use_bytes, PyLong_FromLongLong(r.predicted_in_use_bytes));
+  if (r.measured_in_use_bytes)
+    set_field(d, g_names.measured_in_use_bytes, PyLong_FromLongLong(r.measured_in_use_bytes));
+}
+
 /// The engine's Result as a spawnpool.Result (fields left out keep the class defaults).
 py::object to_python(const spawnpool::Result& r, spawnpool::OutputMode output) {
   py::object fields = py::reinterpret_steal<py::object>(PyDict_New());
@@ -145,22 +183,58 @@ py::object to_python(const spawnpool::Result& r, spawnpool::OutputMode output) {
   set_field(d, g_names.started_ns, PyLong_FromLongLong(r.started_ns));
   set_field(d, g_names.exited_ns, PyLong_FromLongLong(r.exited_ns));
   set_field(d, g_names.completed_ns, PyLong_FromLongLong(r.completed_ns));
+  set_memory_fields(d, r);
   if (!g_result_type) throw py::type_error("spawnpool._spawnpool is used without the package");
   PyObject* result = PyObject_Call(g_result_type, g_empty_tuple, d);
   if (!result) throw py::error_already_set();
   return py::reinterpret_steal<py::object>(result);
 }
 
+/// None, "off", "auto", a size ("8G", "512M") or a number of bytes.
+spawnpool::MemoryBudget to_memory_budget(py::handle value) {
+  if (value.is_none()) return spawnpool::MemoryBudget::off();
+  if (PyLong_Check(value.ptr()) && !PyBool_Check(value.ptr())) {
+    const long long bytes = value.cast<long long>();
+    if (bytes <= 0) throw py::value_error("memory_budget must be positive, not " + std::to_string(bytes));
+    return spawnpool::MemoryBudget::of_bytes(static_cast<std::uint64_t>(bytes));
+  }
+  if (!py::isinstance<py::str>(value))
+    throw py::type_error("memory_budget must be None, 'auto', 'off', a size or bytes");
+  const std::string text = value.cast<std::string>();
+  const std::optional<spawnpool::MemoryBudget> parsed = spawnpool::MemoryBudget::parse(text);
+  if (!parsed)
+    throw py::value_error("memory budget '" + text +
+                          "' is not auto, off, or a size such as 8G or 512M");
+  return *parsed;
+}
+
+std::string optional_path(py::handle path) { return path.is_none() ? std::string() : fs_bytes(path); }
+
+// One write per warning, so that lines from several threads never mix.
+std::function<void(const std::string&)> warnings_to_stderr(std::string prefix) {
+  return [prefix = std::move(prefix)](const std::string& message) {
+    const std::string line = prefix + message + "\n";
+    (void)!write(2, line.data(), line.size());
+  };
+}
+
 class PyPool {
  public:
   PyPool(std::size_t slots, std::string spawner, std::size_t output_chunk_bytes,
-         bool same_cpu_handoff) {
+         bool same_cpu_handoff, py::handle memory_budget, py::handle history,
+         py::handle cgroup_parent, std::string warning_prefix) {
     spawnpool::PoolOptions options;
     options.slots = slots;
     options.spawner_path = std::move(spawner);
     options.output_chunk_bytes = output_chunk_bytes;
     options.same_cpu_handoff = same_cpu_handoff;
-    pool_ = std::make_shared<spawnpool::Pool>(options);
+    options.memory_budget = to_memory_budget(memory_budget);
+    options.memory_history_path = optional_path(history);
+    options.memory_cgroup_parent = optional_path(cgroup_parent);
+    options.warn = warnings_to_stderr(std::move(warning_prefix));
+    // Starting a pool with memory admission reads the history (SQLite) and makes cgroups.
+    py::gil_scoped_release release;
+    pool_ = std::make_shared<spawnpool::Pool>(std::move(options));
     slots_ = pool_->slots();
   }
 
@@ -246,9 +320,12 @@ PYBIND11_MODULE(_spawnpool, m) {
       py::arg("result_type"), "Tell the module the Result type to build (command.py's).");
 
   py::class_<PyPool>(m, "Pool")
-      .def(py::init<std::size_t, std::string, std::size_t, bool>(), py::arg("slots"),
-           py::arg("spawner"), py::arg("output_chunk_bytes") = std::size_t{1} << 20,
-           py::arg("same_cpu_handoff") = true)
+      .def(py::init<std::size_t, std::string, std::size_t, bool, py::handle, py::handle,
+                    py::handle, std::string>(),
+           py::arg("slots"), py::arg("spawner"), py::arg("output_chunk_bytes") = std::size_t{1} << 20,
+           py::arg("same_cpu_handoff") = true, py::arg("memory_budget") = py::none(),
+           py::arg("history") = py::none(), py::arg("cgroup_parent") = py::none(),
+           py::arg("warning_prefix") = "spawnpool: warning: ")
       .def("run", &PyPool::run, py::arg("command"))
       .def("cancel", &PyPool::cancel, py::arg("sig") = SIGTERM)
       .def("close", &PyPool::close)

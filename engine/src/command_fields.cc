@@ -42,14 +42,4 @@ std::uint32_t request_flags(OutputMode output) {
   return 0;
 }
 
-std::string command_key(const std::vector<std::string>& argv, const std::string& cwd) {
-  std::size_t size = cwd.size() + 1;
-  for (const auto& arg : argv) size += arg.size() + 1;
-  std::string key;
-  key.reserve(size);
-  for (const auto& arg : argv) key.append(arg).push_back('\0');
-  key.append(cwd).push_back('\0');
-  return key;
-}
-
 }  // namespace spawnpool::detail

@@ -1,7 +1,7 @@
 // What the engine decides about a command before it is sent, in one place: the working
 // directory (relative to the driver's at submit time, as Popen), the environment (the
 // driver's at submit time when the command has none), the request flags for its output
-// mode, and its key for the scheduler's history. Pure functions: thread-safe.
+// mode. Pure functions: thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -21,8 +21,5 @@ std::vector<std::string> current_environment();
 
 /// protocol::RequestFlags for `output`.
 std::uint32_t request_flags(OutputMode output);
-
-/// argv then `cwd`, each ended by a NUL (JobInfo::key).
-std::string command_key(const std::vector<std::string>& argv, const std::string& cwd);
 
 }  // namespace spawnpool::detail

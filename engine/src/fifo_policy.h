@@ -1,5 +1,5 @@
-// Today's scheduling policy: a job starts as soon as a slot is free, in submission order
-// (the Scheduler keeps the order and hands out the last-freed slot). Stateless: the
+// The default scheduling policy: a job starts as soon as a slot is free, in submission
+// order (the Scheduler keeps the order and hands out the last-freed slot). Stateless: the
 // Scheduler's lock covers its calls like any policy's.
 #pragma once
 
@@ -9,7 +9,7 @@ namespace spawnpool::detail {
 
 class FifoPolicy final : public SchedulingPolicy {
  public:
-  Admission admit(const JobInfo&) override { return Admission::kStart; }
+  Admission admit(JobInfo&, std::int64_t) override { return Admission::kStart; }
 };
 
 }  // namespace spawnpool::detail

@@ -19,6 +19,11 @@ struct JobState {
   std::uint32_t request_number = 0;  ///< its request's number on the slot (names it in a cancel)
   OutputMode output = OutputMode::kPassthrough;
   bool spawner_pinned = false;       ///< the request went with the same-CPU hint
+  /// With a memory budget: the pool's cgroup usage at its dispatch (0: unknown).
+  std::int64_t measured_in_use_bytes = 0;
+  /// PoolCore's count of cancel_all() calls when it was submitted: one since then (an
+  /// interrupted build) means an OOM-killed run is not run again.
+  std::uint64_t cancel_alls_at_submit = 0;
   std::string program;               ///< argv[0], for messages
   std::string cwd;                   ///< the working directory as sent, for messages
   Result result;                     ///< the outcome, when it never reached a spawner

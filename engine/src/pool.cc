@@ -6,7 +6,6 @@
 #include <stdexcept>
 #include <thread>
 
-#include "fifo_policy.h"
 #include "pool_core.h"
 
 namespace spawnpool {
@@ -19,6 +18,11 @@ PoolOptions resolved(PoolOptions options) {
     options.spawner_path = from_env && *from_env ? from_env : SPAWNPOOL_DEFAULT_SPAWNER;
   }
   if (options.output_chunk_bytes < 4096) options.output_chunk_bytes = 4096;
+  if (!options.warn)
+    options.warn = [](const std::string& message) {
+      const std::string line = "spawnpool: warning: " + message + "\n";
+      (void)!write(2, line.data(), line.size());  // one write: lines of threads never mix
+    };
   return options;
 }
 
@@ -35,6 +39,15 @@ const char* stage_name(FailureStage stage) {
     case FailureStage::kPoolClosed: return "pool_closed";
   }
   return "unknown";
+}
+
+const char* memory_source_name(MemorySource source) {
+  switch (source) {
+    case MemorySource::kNone: return "none";
+    case MemorySource::kRusage: return "rusage";
+    case MemorySource::kCgroup: return "cgroup";
+  }
+  return "none";
 }
 
 Job::Job() = default;
@@ -63,8 +76,7 @@ void Job::discard() noexcept {
 }
 
 Pool::Pool(PoolOptions options)
-    : core_(std::make_shared<detail::PoolCore>(resolved(std::move(options)),
-                                               std::make_unique<detail::FifoPolicy>())) {}
+    : core_(std::make_shared<detail::PoolCore>(resolved(std::move(options)))) {}
 
 Pool::~Pool() { close(); }
 

@@ -9,6 +9,8 @@
 #include <system_error>
 
 #include "command_fields.h"
+#include "engine/src/memory/history_store_key.h"
+#include "fifo_policy.h"
 #include "worker_pool/protocol/monotonic_clock.h"
 
 namespace spawnpool::detail {
@@ -58,6 +60,10 @@ void take_reply(const protocol::ReplyHeader& h, const JobState& job, Result& r) 
     r.wall_time = static_cast<double>(h.exited_ns - h.started_ns) / 1e9;
     r.started_ns = h.started_ns;
     r.exited_ns = h.exited_ns;
+    r.peak_memory_bytes = h.peak_memory_bytes > 0 ? h.peak_memory_bytes : 0;
+    r.memory_source = (h.flags & protocol::kMemoryFromCgroup) ? MemorySource::kCgroup
+                                                               : MemorySource::kRusage;
+    r.oom_killed = (h.flags & protocol::kOomKilled) != 0;
   }
   r.received_ns = h.received_ns;
   r.launch_ns = h.launch_ns;
@@ -72,16 +78,36 @@ std::vector<std::unique_ptr<SlotChannel>> channels_for(const Segment& segment) {
   return channels;
 }
 
+std::unique_ptr<PoolMemory> memory_for(const PoolOptions& options) {
+  if (!options.memory_budget.enabled()) return nullptr;
+  return std::make_unique<PoolMemory>(options, static_cast<std::uint32_t>(options.slots));
+}
+
+std::vector<std::string> spawner_arguments(const PoolMemory* memory, std::size_t slots) {
+  std::vector<std::string> arguments;
+  if (memory && memory->cgroups())
+    for (std::uint32_t i = 0; i < slots; ++i) arguments.push_back(memory->spawner_argument(i));
+  return arguments;
+}
+
+std::unique_ptr<SchedulingPolicy> policy_for(PoolMemory* memory) {
+  if (memory) return memory->take_policy();
+  return std::make_unique<FifoPolicy>();
+}
+
 }  // namespace
 
-PoolCore::PoolCore(const PoolOptions& options, std::unique_ptr<SchedulingPolicy> policy)
+PoolCore::PoolCore(const PoolOptions& options)
     : options_(options),
       arg_max_(exec_arg_max()),
       segment_(static_cast<std::uint32_t>(options.slots), arg_max_ + kRequestSlack,
                options.output_chunk_bytes),
+      memory_(memory_for(options)),
       channels_(channels_for(segment_)),
-      supervisor_(options.spawner_path, options.start_timeout, segment_, channels_),
-      scheduler_(options.slots, std::move(policy)) {
+      supervisor_(options.spawner_path, options.start_timeout, segment_, channels_,
+                  spawner_arguments(memory_.get(), options.slots),
+                  memory_ ? memory_->cgroups() : nullptr),
+      scheduler_(options.slots, policy_for(memory_.get())) {
   supervisor_.start();
 }
 
@@ -90,9 +116,10 @@ PoolCore::~PoolCore() { close(); }
 std::unique_ptr<JobState> PoolCore::submit(const Command& command, bool blocking) {
   auto job = std::make_unique<JobState>();
   job->scheduling.submitted_ns = monotonic_ns();
+  if (memory_) job->cancel_alls_at_submit = cancel_alls_.load(std::memory_order_relaxed);
   job->output = command.output;
   job->cwd = working_directory(command.cwd);
-  if (scheduler_.wants_keys()) job->scheduling.key = command_key(command.argv, job->cwd);
+  if (scheduler_.wants_keys()) job->scheduling.key = make_command_key(command.argv, job->cwd);
   const Scheduler::Dispatch dispatch =
       blocking ? scheduler_.acquire(job->scheduling) : scheduler_.try_acquire(job->scheduling);
   if (dispatch.closed) {
@@ -117,10 +144,16 @@ std::unique_ptr<JobState> PoolCore::submit(const Command& command, bool blocking
     return job;
   }
   job->program = command.argv[0];
-  // The request half of the same-CPU hand-off (worker_pool/protocol/cpu_affinity.h).
-  job->spawner_pinned = options_.same_cpu_handoff && supervisor_.pin_to_current_cpu(job->slot);
-  channel.hand_request_over(job->spawner_pinned);
+  hand_over(*job);
   return job;
+}
+
+// The request is in the slot: the spawner gets it. Also for an OOM retry's second run.
+void PoolCore::hand_over(JobState& job) {
+  if (memory_) job.measured_in_use_bytes = memory_->usage_bytes();
+  // The request half of the same-CPU hand-off (worker_pool/protocol/cpu_affinity.h).
+  job.spawner_pinned = options_.same_cpu_handoff && supervisor_.pin_to_current_cpu(job.slot);
+  channels_[job.slot]->hand_request_over(job.spawner_pinned);
 }
 
 // A job that got a slot but never reached its spawner gives the slot back at once.
@@ -133,9 +166,59 @@ void PoolCore::finish_unsent(JobState& job, Result result) {
 Result PoolCore::wait(JobState& job, const WaitTick& tick, std::chrono::milliseconds tick_period) {
   if (job.slot < 0) return std::move(job.result);
   Result r = collect(job, tick, tick_period);
-  scheduler_.release(job.slot, job.scheduling, r);
+  // The cgroup says the OOM killer struck, whatever the exit status (a compiler driver
+  // reports a killed cc1plus as an error exit). Once only: a second kill is the result.
+  if (r.oom_killed && memory_) r = run_again_alone(job, std::move(r), tick, tick_period);
+  if (job.slot >= 0) scheduler_.release(job.slot, job.scheduling, r);
   job.slot = -1;
+  if (memory_) {
+    memory_->record(job.scheduling, r);
+    add_memory_fields(job, r);
+  }
   return r;
+}
+
+// Issue 12's recovery: the command runs again on its own slot once nothing else runs,
+// and nothing else starts until it ends; its prediction is at least the peak it was
+// killed at (the policy also learns that peak now; the history gets the run that ends
+// it). Its first run's captured output is dropped (passthrough output was shown).
+Result PoolCore::run_again_alone(JobState& job, Result killed, const WaitTick& tick,
+                                 std::chrono::milliseconds tick_period) {
+  // An interrupted build (cancel_all) runs nothing again; the killed run stands.
+  const auto interrupted = [&] {
+    return cancel_alls_.load(std::memory_order_relaxed) != job.cancel_alls_at_submit;
+  };
+  if (interrupted()) return killed;
+  JobInfo& info = job.scheduling;
+  info.peak_floor_bytes = std::max(killed.peak_memory_bytes, info.predicted_peak_bytes);
+  const Scheduler::Dispatch again = scheduler_.rerun_alone(job.slot, info, killed);
+  if (again.slot < 0) {  // the pool closed meanwhile: the first run's outcome stands
+    job.slot = -1;
+    return killed;
+  }
+  if (interrupted()) return killed;  // while it waited; wait() gives the slot back
+  SpawnerLoss loss;
+  if (!supervisor_.ensure_alive(job.slot, loss)) {
+    Result lost = failure(loss.stage, error_number_for(loss.stage), loss.description);
+    lost.oom_retries = 1;
+    return lost;
+  }
+  channels_[job.slot]->renumber_request(job.request_number);
+  hand_over(job);
+  Result r = collect(job, tick, tick_period);
+  r.oom_retries = 1;
+  return r;
+}
+
+// What the admission knew of the job, and the OOM kill's sentence: the command ran, so
+// its exit status stays; the message says why it failed.
+void PoolCore::add_memory_fields(const JobState& job, Result& r) const {
+  const JobInfo& info = job.scheduling;
+  r.predicted_peak_bytes = info.predicted_peak_bytes;
+  r.memory_wait_ns = info.admission_wait_ns;
+  r.predicted_in_use_bytes = info.predicted_in_use_bytes;
+  r.measured_in_use_bytes = job.measured_in_use_bytes;
+  if (r.oom_killed) r.error_message = PoolMemory::oom_message(r.peak_memory_bytes, info.budget_bytes);
 }
 
 Result PoolCore::collect(JobState& job, const WaitTick& tick,
@@ -187,15 +270,18 @@ void PoolCore::cancel(const JobState& job, int sig) {
 }
 
 void PoolCore::cancel_all(int sig) {
+  cancel_alls_.fetch_add(1, std::memory_order_relaxed);
   for (std::size_t i = 0; i < channels_.size(); ++i)
     if (const auto request = channels_[i]->request_in_flight())
       supervisor_.signal_command(static_cast<int>(i), *request, sig);
 }
 
-// The scheduler first: nothing new starts while the spawners go.
+// The scheduler first: nothing new starts while the spawners go; the cgroups last, once
+// nothing runs in them.
 void PoolCore::close() {
   scheduler_.close();
   supervisor_.close();
+  if (memory_) memory_->close();
 }
 
 }  // namespace spawnpool::detail

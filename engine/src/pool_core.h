@@ -1,15 +1,19 @@
 // The driver side of the pool behind spawnpool::Pool, composed of three parts: the
 // Scheduler (which job gets which free slot, under a SchedulingPolicy), the
 // SpawnerSupervisor (the spawners' lifetime) and one passive SlotChannel per slot (the
-// protocol exchange). PoolCore only sequences them for a job: schedule, make sure of the
-// spawner, send, collect, release. Thread-safe (each part is); no lock of its own.
+// protocol exchange), plus, with a memory budget, PoolMemory (cgroups, history, the
+// admission policy). PoolCore only sequences them for a job: schedule, make sure of the
+// spawner, send, collect, (once, after an OOM kill: run again alone), release.
+// Thread-safe (each part is); no lock of its own.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "engine/src/memory/pool_memory.h"
 #include "job_state.h"
 #include "scheduler.h"
 #include "segment.h"
@@ -22,7 +26,8 @@ namespace spawnpool::detail {
 class PoolCore {
  public:
   /// Starts the spawners; throws std::system_error when the pool cannot start.
-  PoolCore(const PoolOptions& options, std::unique_ptr<SchedulingPolicy> policy);
+  /// `options` are complete (Pool resolves the defaults).
+  explicit PoolCore(const PoolOptions& options);
   ~PoolCore();  ///< close()
   PoolCore(const PoolCore&) = delete;
   PoolCore& operator=(const PoolCore&) = delete;
@@ -42,14 +47,20 @@ class PoolCore {
 
  private:
   void finish_unsent(JobState& job, Result result);
+  void hand_over(JobState& job);
   Result collect(JobState& job, const WaitTick& tick, std::chrono::milliseconds tick_period);
+  Result run_again_alone(JobState& job, Result killed, const WaitTick& tick,
+                         std::chrono::milliseconds tick_period);
+  void add_memory_fields(const JobState& job, Result& r) const;
 
   const PoolOptions options_;
   const std::uint64_t arg_max_;  // what execve() accepts in all (RLIMIT_STACK / 4)
   Segment segment_;
+  std::unique_ptr<PoolMemory> memory_;  // null without a memory budget
   std::vector<std::unique_ptr<SlotChannel>> channels_;  // one per slot
   SpawnerSupervisor supervisor_;
   Scheduler scheduler_;
+  std::atomic<std::uint64_t> cancel_alls_{0};  // cancel_all() calls so far
 };
 
 }  // namespace spawnpool::detail

@@ -57,8 +57,18 @@ EncodeError SlotChannel::write_request(RequestFields fields, std::uint64_t arg_m
   return refused;
 }
 
+void SlotChannel::renumber_request(std::uint32_t& number) {
+  number = request_number_.load(std::memory_order_relaxed) + 1;
+  view_.request->number = number;
+  request_number_.store(number, std::memory_order_seq_cst);
+}
+
 void SlotChannel::hand_request_over(bool spawner_pinned) {
-  if (spawner_pinned) view_.request->flags |= protocol::kSameCpuHandoff;
+  // Set or cleared: a request handed over again keeps its flags from the first time.
+  if (spawner_pinned)
+    view_.request->flags |= protocol::kSameCpuHandoff;
+  else
+    view_.request->flags &= ~std::uint32_t{protocol::kSameCpuHandoff};
   hand_over(protocol::kRequest);
 }
 

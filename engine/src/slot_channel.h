@@ -43,6 +43,10 @@ class SlotChannel {
   /// Encodes `fields` as the slot's next request (its number is the channel's to give:
   /// fields.number is ignored, `number` receives it). Nothing is written on error.
   EncodeError write_request(RequestFields fields, std::uint64_t arg_max, std::uint32_t& number);
+  /// The request written last, again, under the next number (an OOM retry on the same
+  /// slot: nothing wrote the request area since, and the number names the new run in a
+  /// cancel). Hand it over with hand_request_over().
+  void renumber_request(std::uint32_t& number);
   /// Hands the written request to the spawner. `spawner_pinned`: the spawner was pinned
   /// to this thread's CPU (the request half of the hand-off); it is told so.
   void hand_request_over(bool spawner_pinned);

@@ -28,7 +28,7 @@ namespace {
 // Ctrl-C reaches it; it forwards the signal to its command.
 // Every set-up call may fail (ENOMEM): the first error is returned, and nothing starts.
 int spawn(pid_t* pid, const std::string& path, int segment_fd, int lifeline_fd,
-          std::uint32_t slot) {
+          std::uint32_t slot, const std::string& cgroup_argument) {
   posix_spawnattr_t attr;
   int rc = posix_spawnattr_init(&attr);
   if (rc != 0) return rc;
@@ -51,7 +51,10 @@ int spawn(pid_t* pid, const std::string& path, int segment_fd, int lifeline_fd,
 
   const std::string slot_arg = std::to_string(slot);
   char* const argv[] = {const_cast<char*>("spawnpool-spawner"),
-                        const_cast<char*>(slot_arg.c_str()), nullptr};
+                        const_cast<char*>(slot_arg.c_str()),
+                        cgroup_argument.empty() ? nullptr
+                                                : const_cast<char*>(cgroup_argument.c_str()),
+                        nullptr};
   if (!rc) rc = posix_spawn(pid, path.c_str(), &actions, &attr, argv, environ);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
@@ -60,7 +63,8 @@ int spawn(pid_t* pid, const std::string& path, int segment_fd, int lifeline_fd,
 
 }  // namespace
 
-SpawnerProcess launch_spawner(const std::string& path, int segment_fd, std::uint32_t slot) {
+SpawnerProcess launch_spawner(const std::string& path, int segment_fd, std::uint32_t slot,
+                              const std::string& cgroup_argument) {
   int sockets[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sockets) != 0)
     fail(errno, "socketpair for a spawner lifeline");
@@ -72,7 +76,7 @@ SpawnerProcess launch_spawner(const std::string& path, int segment_fd, std::uint
     fail(errno, "dup of a spawner lifeline");
   }
   SpawnerProcess spawner;
-  const int rc = spawn(&spawner.pid, path, segment_fd, child_end, slot);
+  const int rc = spawn(&spawner.pid, path, segment_fd, child_end, slot, cgroup_argument);
   close(child_end);
   if (rc != 0) {
     close(sockets[0]);
@@ -89,10 +93,20 @@ void release_spawner(SpawnerProcess& spawner) {
   spawner.lifeline_fd = spawner.pidfd = -1;
 }
 
-void signal_spawner_command(const SpawnerProcess& spawner, std::uint32_t request, int sig) {
-  const protocol::CancelMessage cancel{request, sig};
+namespace {
+
+void send_message(const SpawnerProcess& spawner, const protocol::CancelMessage& message) {
   if (spawner.lifeline_fd >= 0)
-    send(spawner.lifeline_fd, &cancel, sizeof cancel, MSG_DONTWAIT | MSG_NOSIGNAL);
+    send(spawner.lifeline_fd, &message, sizeof message, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
+
+}  // namespace
+
+void signal_spawner_command(const SpawnerProcess& spawner, std::uint32_t request, int sig) {
+  // Signal 0 is no signal, and {0, 0} (request numbers wrap) would be the goodbye.
+  if (sig > 0) send_message(spawner, protocol::CancelMessage{request, sig});
+}
+
+void say_goodbye(const SpawnerProcess& spawner) { send_message(spawner, protocol::kGoodbye); }
 
 }  // namespace spawnpool::detail

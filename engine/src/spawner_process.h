@@ -20,8 +20,10 @@ struct SpawnerProcess {
   int lifeline_fd = -1;
 };
 
-/// Throws std::system_error when the spawner cannot be started.
-SpawnerProcess launch_spawner(const std::string& path, int segment_fd, std::uint32_t slot);
+/// Throws std::system_error when the spawner cannot be started. `cgroup_argument`, when
+/// not empty, tells the spawner its slot's cgroup (encode_slot_cgroup()).
+SpawnerProcess launch_spawner(const std::string& path, int segment_fd, std::uint32_t slot,
+                              const std::string& cgroup_argument);
 
 /// Closes the lifeline (the spawner then kills its command and exits) and the pidfd.
 /// The process is not reaped here.
@@ -30,5 +32,9 @@ void release_spawner(SpawnerProcess& spawner);
 /// Asks the spawner to send `sig` to the command of request number `request` (now, or
 /// when it starts); never blocks, never SIGPIPE.
 void signal_spawner_command(const SpawnerProcess& spawner, std::uint32_t request, int sig);
+
+/// Tells the spawner that the lifeline's EOF to come is the pool closing, not the
+/// driver dying (protocol::kGoodbye): it then leaves the pool's cgroups to the driver.
+void say_goodbye(const SpawnerProcess& spawner);
 
 }  // namespace spawnpool::detail

@@ -42,12 +42,20 @@ bool has_exited(pid_t pid) {
 
 SpawnerSupervisor::SpawnerSupervisor(std::string spawner_path,
                                      std::chrono::milliseconds start_timeout, Segment& segment,
-                                     std::vector<std::unique_ptr<SlotChannel>>& channels)
+                                     std::vector<std::unique_ptr<SlotChannel>>& channels,
+                                     std::vector<std::string> spawner_arguments,
+                                     const CgroupTree* cgroups)
     : spawner_path_(std::move(spawner_path)),
       start_timeout_(start_timeout),
       segment_(segment),
       channels_(channels),
+      spawner_arguments_(std::move(spawner_arguments)),
+      cgroups_(cgroups),
       records_(channels.size()) {}
+
+std::string SpawnerSupervisor::spawner_argument(std::uint32_t slot) const {
+  return slot < spawner_arguments_.size() ? spawner_arguments_[slot] : std::string();
+}
 
 SpawnerSupervisor::~SpawnerSupervisor() { close(); }
 
@@ -77,7 +85,8 @@ void SpawnerSupervisor::launch_locked(std::uint32_t slot) {
   SlotChannel& channel = *channels_[slot];
   channel.reset_for_start();
   try {
-    records_[slot].process = launch_spawner(spawner_path_, segment_.fd(), slot);
+    records_[slot].process =
+        launch_spawner(spawner_path_, segment_.fd(), slot, spawner_argument(slot));
   } catch (...) {
     channel.mark_spawner_dead();
     throw;
@@ -182,9 +191,11 @@ void SpawnerSupervisor::wake_monitor() {
 }
 
 // Loop structure: wait for a spawner to exit (its pidfd) or a wake-up (restart request,
-// stop); handle deaths, then requested restarts. Without pidfds (kernel < 5.3), or when
-// poll() itself fails (more spawners than RLIMIT_NOFILE allows it), exits are checked
-// every 100 ms.
+// stop); handle deaths (then, outside the lock, empty their slots' cgroups: what the
+// command left behind outside its process group), then requested restarts, which thus
+// never start on a slot still holding a dead spawner's processes. Without pidfds
+// (kernel < 5.3), or when poll() itself fails (more spawners than RLIMIT_NOFILE allows
+// it), exits are checked every 100 ms.
 void SpawnerSupervisor::monitor_loop() {
   std::vector<pollfd> fds;
   std::vector<std::uint32_t> watched;  // slot of fds[i]; fds[0] is the wake-up
@@ -210,10 +221,14 @@ void SpawnerSupervisor::monitor_loop() {
     std::uint64_t drained;
     if (fds[0].revents) (void)!read(wake_fd_, &drained, sizeof drained);
     for (std::size_t i = 1; i < fds.size(); ++i) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      const bool exited =
-          fds[i].fd >= 0 ? fds[i].revents != 0 : has_exited(records_[watched[i]].process.pid);
-      if (exited) handle_exit_locked(watched[i]);
+      bool exited;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        exited = fds[i].fd >= 0 ? fds[i].revents != 0
+                                : has_exited(records_[watched[i]].process.pid);
+        if (exited) handle_exit_locked(watched[i]);
+      }
+      if (exited && cgroups_ != nullptr) cgroups_->kill_slot(watched[i]);
     }
     restart_requested_spawners();
   }
@@ -269,7 +284,9 @@ void SpawnerSupervisor::stop_all_locked() {
   for (std::uint32_t i = 0; i < records_.size(); ++i) {
     SpawnerProcess& process = records_[i].process;
     if (process.pid <= 0 || channels_[i]->spawner_dead()) continue;
-    // EOF on the lifeline makes the spawner SIGKILL its command's group and exit.
+    // EOF on the lifeline makes the spawner SIGKILL its command's group (with a cgroup:
+    // its slot) and exit; after the goodbye, it leaves the other cgroups to the pool.
+    say_goodbye(process);
     release_spawner(process);
     int status = 0;
     bool reaped = false;

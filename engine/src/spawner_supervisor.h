@@ -1,6 +1,7 @@
 // The spawners' lifetime on the driver side: start and attach, death (a monitor thread
-// polls every spawner's pidfd), replacement when a submitter finds its slot's spawner
-// dead, close. Threading: thread-safe. One mutex guards every spawner record; once
+// polls every spawner's pidfd; with per-slot cgroups it then empties the slot), a
+// replacement when a submitter finds its slot's spawner dead, close (a goodbye on each
+// lifeline first). Threading: thread-safe. One mutex guards every spawner record; once
 // start() has returned, only the monitor thread reaps or replaces a spawner (close()
 // stops it first and then ends the rest itself).
 #pragma once
@@ -16,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/src/memory/cgroup_tree.h"
 #include "segment.h"
 #include "slot_channel.h"
 #include "spawner_process.h"
@@ -32,9 +34,12 @@ struct SpawnerLoss {
 
 class SpawnerSupervisor {
  public:
-  /// `channels` (one per slot of `segment`) must outlive the supervisor.
+  /// `channels` (one per slot of `segment`) and `cgroups` (null: none) must outlive the
+  /// supervisor. `spawner_arguments` holds each slot's cgroup argument for its spawners
+  /// (empty: no cgroups).
   SpawnerSupervisor(std::string spawner_path, std::chrono::milliseconds start_timeout,
-                    Segment& segment, std::vector<std::unique_ptr<SlotChannel>>& channels);
+                    Segment& segment, std::vector<std::unique_ptr<SlotChannel>>& channels,
+                    std::vector<std::string> spawner_arguments, const CgroupTree* cgroups);
   ~SpawnerSupervisor();  ///< close()
   SpawnerSupervisor(const SpawnerSupervisor&) = delete;
   SpawnerSupervisor& operator=(const SpawnerSupervisor&) = delete;
@@ -75,6 +80,7 @@ class SpawnerSupervisor {
   void discard_locked(std::uint32_t slot);
   void monitor_loop();
   void handle_exit_locked(std::uint32_t slot);
+  std::string spawner_argument(std::uint32_t slot) const;
   void restart_requested_spawners();
   void wake_monitor();
   void stop_all_locked();
@@ -83,6 +89,8 @@ class SpawnerSupervisor {
   const std::chrono::milliseconds start_timeout_;
   Segment& segment_;
   std::vector<std::unique_ptr<SlotChannel>>& channels_;
+  const std::vector<std::string> spawner_arguments_;
+  const CgroupTree* const cgroups_;
   mutable std::mutex mutex_;
   std::condition_variable spawner_changed_;  // a replacement attached or failed, a death
   std::vector<Record> records_;              // guarded by mutex_, one per slot

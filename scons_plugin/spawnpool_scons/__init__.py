@@ -10,9 +10,12 @@ exec_subprocess/exec_popen3, and Jobs._setup_sig_handler (in SCons.Taskmaster.Jo
 4.5, SCons.Job before), which both schedulers run when a build or a Configure check
 starts.  An SCons without them: one warning if the pool was asked for, stock spawning.
 
-Errors: a command that ran is returned as stock does (exit code, -N for a signal).  One
-that never started raises what Popen raises where Popen would (exec failed, E2BIG);
-otherwise one line says why and SCons reports "Error 2".  A pool that cannot start: one
+Errors: a command that ran is returned as stock does (exit code, -N for a signal); with
+--process-spawner-memory, one the OOM killer killed even when run alone also gets a line
+saying so ("scons: *** --process-spawner: killed by the kernel's OOM killer (peak N MiB,
+budget M MiB); command: ...") before SCons reports its error.  One that never started
+raises what Popen raises where Popen would (exec failed, E2BIG); otherwise one line says
+why and SCons reports "Error 2".  A pool that cannot start: one
 warning, then stock spawning (subprocess.Popen under the feature options asked for).
 SPAWNPOOL_SCONS_DEBUG=1 prints when pools start and close.
 
@@ -33,6 +36,7 @@ __all__ = ['enable', 'OPTION', 'generate', 'exists', 'find_hooks']
 OPTION = '--process-spawner'
 _DEST = 'process_spawner'
 _PREFIX = 'process-spawner-'        # --process-spawner-output ... (spawnpool.options)
+_HISTORY_DIR = '.spawnpool' + os.sep  # the memory history's home, at the top of the build
 _HELP = ('Run build commands through a pool of spawner processes (spawnpool); '
          'slots follow -j.')
 # Set on SCons' own modules, so that two copies of this module (~/.scons/site_scons and
@@ -200,7 +204,7 @@ def _option_on():
 def _settings():
     from spawnpool.options import Settings
     return Settings.from_values(_parser().values, _PREFIX.replace('-', '_'),
-                                '--' + _PREFIX, _top_dir)
+                                '--' + _PREFIX, _top_dir, _HISTORY_DIR)
 
 
 def _num_jobs():
@@ -236,7 +240,8 @@ def _refresh_locked():
         if _session is None and _Command is not None:
             from spawnpool.stack import Session
             _session = Session(_settings(), slots, _warn, _jobserver, _watch, 'scons')
-        options = _session.settings.pool_options() if _session is not None else {}
+        options = (_session.settings.pool_options('scons: warning: ')
+                   if _session is not None else {})
         pool = _pool = spawnpool.Pool(slots=slots, **options)
         if _session is None:
             raise ImportError('spawnpool.options is missing')
@@ -308,6 +313,8 @@ def _pool_exec_subprocess(l, env):
     command = _Command(l, env)
     result = session.runner.run(command)
     if result.failure is None:
+        if result.oom_killed:
+            _report(command, result.error_message, None)
         return result.returncode
     return _not_started(command, result, None)
 
@@ -321,6 +328,8 @@ def _pool_exec_popen3(l, env, stdout, stderr):
     from spawnpool import popen_style
     result = popen_style.call(session.checks_runner, l, env, stdout, stderr)
     if result.failure is None:
+        if result.oom_killed:
+            _report(_Command(l, env), result.error_message, stderr)
         return result.returncode
     return _not_started(_Command(l, env), result, stderr)
 
@@ -333,16 +342,21 @@ def _not_started(command, result, log):
     from spawnpool import popen_style, spawn_error
     if popen_style.popen_would_raise(result):
         raise spawn_error(command, result)
+    _report(command, result.failure_text(), log)
+    return 2
+
+
+def _report(command, why, log):
+    """One line saying why a command failed (also into config.log for a Configure check)."""
     line = command.argv[-1] if command.argv else ''
     text = 'scons: *** %s: %s; command: %s\n' % (
-        OPTION, result.failure_text(), line if len(line) <= 200 else line[:197] + '...')
+        OPTION, why, line if len(line) <= 200 else line[:197] + '...')
     if log is not None and not isinstance(log, int):
         try:
             log.write(text)
         except Exception:
             pass
     _console(text)
-    return 2
 
 
 def _warn(text):

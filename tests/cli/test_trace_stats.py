@@ -116,3 +116,51 @@ def test_stats_keep_the_ten_longest():
         stats.add(result(0, 0, 0, 0, i * MS, i * MS), 'c%d' % i)
     assert [c for _, c in stats.longest()] == ['c%d' % i for i in range(99, 89, -1)]
     assert spawnpool.Stats().report().count('\n') == 6     # empty: no crash, no list
+
+
+# --- memory admission's figures ---------------------------------------------------------
+
+MIB = 1 << 20
+
+
+def test_stats_memory_lines():
+    stats = spawnpool.Stats(slots=2)
+    stats.add(result(0, 0, 0, 0, MS, MS), 'no admission')
+    assert 'delayed for memory' not in stats.report()      # memory off: no memory lines
+    peaks = [(100, 100), (100, 110), (200, 100), (50, 100)]  # (predicted, measured) MiB
+    for i, (predicted, measured) in enumerate(peaks):
+        stats.add(result(0, 0, 0, 0, MS, MS, predicted_peak_bytes=predicted * MIB,
+                         peak_memory_bytes=measured * MIB, memory_source='cgroup',
+                         memory_wait_ns=(i == 1) * 40 * MS), 'c%d' % i)
+    stats.add(result(1, 0, 0, 0, MS, MS, returncode=-9, predicted_peak_bytes=300 * MIB,
+                     peak_memory_bytes=600 * MIB, memory_source='cgroup', oom_killed=True,
+                     oom_retries=1, memory_wait_ns=10 * MS), 'oom')
+    # Errors: 0%, 9%, 100%, 50%, 50%: p50 50%, p90 100%.
+    assert (stats.prediction_error(0.5), stats.prediction_error(0.9)) == (50, 100)
+    text = stats.report()
+    assert 'delayed for memory: 2 commands, 0.050 s in all' in text
+    assert 'OOM retries:        1 (1 killed again when run alone)' in text
+    assert ('prediction error:   p50 50%, p90 100% of the measured peak (5 commands, '
+            '3 under-predicted)') in text
+
+
+def test_trace_memory_counter_and_oom_retry(tmp_path):
+    path = tmp_path / 't.json'
+    trace = spawnpool.TraceWriter(path)
+    trace.add(result(0, 0, 0, MS, 2 * MS, 3 * MS), 'plain')
+    trace.add(result(1, 0, 5 * MS, 6 * MS, 9 * MS, 10 * MS, predicted_peak_bytes=64 * MIB,
+                     peak_memory_bytes=80 * MIB, memory_source='cgroup', oom_retries=1,
+                     predicted_in_use_bytes=192 * MIB, measured_in_use_bytes=150 * MIB),
+              'retried')
+    trace.close()
+    plain, retried = events(path)
+    assert 'peak_memory_mib' not in plain['args']            # memory off: as before
+    assert retried['args']['peak_memory_mib'] == 80.0
+    assert retried['args']['predicted_peak_mib'] == 64.0
+    assert retried['args']['oom_retries'] == 1
+    [counter] = events(path, 'C')
+    assert counter['name'] == 'memory in use'
+    assert counter['args'] == {'predicted_MiB': 192.0, 'measured_MiB': 150.0}
+    assert counter['ts'] == retried['ts'] - 1000.0           # at its dispatch
+    [oom] = [e for e in events(path, 'i') if e.get('cat') == 'memory']
+    assert oom['tid'] == 1 and oom['ts'] == retried['ts']

@@ -1,7 +1,7 @@
 // libFuzzer target: the driver's checking and placing of reply chunks a spawner wrote,
 // replayed as SlotChannel::collect() does it: chunk after chunk until the announced output
 // has arrived or a chunk is refused. Input layout: 4 bytes giving the chunk capacity,
-// then records of a protocol::ReplyHeader (112 bytes) followed by one chunk's bytes.
+// then records of a protocol::ReplyHeader (120 bytes) followed by one chunk's bytes.
 // The output area is a heap buffer of exactly the capacity, so an overread is caught.
 #include <algorithm>
 #include <cstdint>

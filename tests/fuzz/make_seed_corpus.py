@@ -23,8 +23,9 @@ def request(argv, env=(), cwd=b"", flags=0, argc=None, envc=None, size=None, tai
 
 
 def reply_header(stdout_size, stderr_size, offset, size, stage=0, errno=0, status=0):
-    """ReplyHeader: 4 x i32, 8 x i64 (rusage, timestamps), 4 x u64 (sizes, chunk)."""
-    return struct.pack("<iiii8q4Q", stage, errno, status, 0, 1000, 2000, 3000,
+    """ReplyHeader: 4 x i32, 9 x i64 (rusage, peak memory, timestamps), 4 x u64 (sizes,
+    chunk)."""
+    return struct.pack("<iiii9q4Q", stage, errno, status, 0, 1000, 2000, 3000, 3 << 20,
                        10, 15, 20, 30, 40, stdout_size, stderr_size, offset, size)
 
 

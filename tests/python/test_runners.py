@@ -248,3 +248,43 @@ def test_popen_style_call_raises_where_popen_would():
             assert info.value.strerror == os.strerror(number)
         else:
             assert popen_style.call(fake, ["sh", "-c", "x"]).failure == failure
+
+
+def test_memory_options_become_pool_arguments(tmp_path):
+    off = options.Settings(history="h.db")
+    assert off.pool_options() == {} and off.history_path() is None
+    cli = options.Settings(base_dir=str(tmp_path), memory="auto")
+    assert cli.pool_options() == {"memory_budget": "auto",
+                                  "warning_prefix": "spawnpool: warning: --memory: "}
+    scons = options.Settings("--process-spawner-", str(tmp_path), ".spawnpool" + os.sep,
+                             memory="6G")
+    assert scons.pool_options("scons: warning: ") == {
+        "memory_budget": "6G", "history": str(tmp_path / ".spawnpool" / options.HISTORY_FILE),
+        "warning_prefix": "scons: warning: --process-spawner-memory: "}
+    (tmp_path / "state").mkdir()
+    moved = options.Settings(base_dir=str(tmp_path), memory="auto", history="state")
+    assert moved.history_path() == str(tmp_path / "state" / options.HISTORY_FILE)
+    named = options.Settings(base_dir=str(tmp_path), memory="auto", history="/x/h.db")
+    assert named.history_path() == "/x/h.db"
+
+
+def test_session_warns_of_a_history_without_memory():
+    warnings = []
+    Session(options.Settings(history="h.db"), 1, warnings.append)
+    assert warnings == ["--history: only used with --memory; ignored"]
+
+
+def test_pool_memory_budget_values(tmp_path):
+    with spawnpool.Pool(slots=1) as pool:
+        r = pool.run(spawnpool.Command(["/bin/true"]))
+        assert (r.memory_source, r.predicted_peak_bytes) == ("rusage", 0)
+        assert r.peak_memory_bytes == r.max_rss_kb * 1024
+    for bad in ("lots", 0, -5, 1.5, True):
+        with pytest.raises((ValueError, TypeError)):
+            spawnpool.Pool(slots=1, memory_budget=bad)
+    history = tmp_path / "h.sqlite"
+    with spawnpool.Pool(slots=1, memory_budget=1 << 30, history=str(history)) as pool:
+        r = pool.run(spawnpool.Command(["/bin/true"]))
+        assert r.returncode == 0 and r.predicted_peak_bytes > 0
+        assert r.memory_source in ("cgroup", "rusage")
+    assert history.is_file()

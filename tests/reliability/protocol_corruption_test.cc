@@ -54,7 +54,7 @@ class RawSlot {
 
   explicit RawSlot(const std::string& spawner_path)
       : segment_(1, kRequestCapacity, kOutputCapacity), view_(segment_.slot(0)) {
-    spawner_ = detail::launch_spawner(spawner_path, segment_.fd(), 0);
+    spawner_ = detail::launch_spawner(spawner_path, segment_.fd(), 0, "");
     segment_.unlink_name();
     check(await([&] { return view_.control->state.load() != protocol::kStarting; }),
           "the spawner attached");

@@ -8,9 +8,13 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 
 import spawnpool
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import cgroup_support  # noqa: E402  (tests/support: memory cgroups of the test's own)
 
 PR_SET_CHILD_SUBREAPER = 36
 SHM = "/dev/shm"

@@ -168,7 +168,7 @@ using Launch = std::function<SpawnerProcess(const std::string&, int, std::uint32
 std::map<std::string, Launch> launchers() {
   return {
       {"posix_spawn", [](const std::string& p, int fd, std::uint32_t slot) {
-         return spawnpool::detail::launch_spawner(p, fd, slot);
+         return spawnpool::detail::launch_spawner(p, fd, slot, "");
        }},
       {"boost_vfork", [](const std::string& p, int fd, std::uint32_t slot) {
          return boost_launch(p, fd, slot, false);

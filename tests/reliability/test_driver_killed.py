@@ -6,6 +6,10 @@ EOF, SIGKILLs its command's process group and exits. The segment's name was unli
 start, so nothing remains in /dev/shm either. Checked here with a real /usr/bin/python3
 driver whose every slot runs a command that would otherwise sleep for 1000 s (with a
 background child of its own, in the same process group).
+
+With memory admission the spawners also kill everything in their slot's cgroup (a
+grandchild that left the group and session too), and, having had no goodbye from the
+driver, remove the pool's cgroups themselves: checked under a cgroup of the test's own.
 """
 
 import json
@@ -15,8 +19,8 @@ import time
 
 import pytest
 
-from reliability_support import (SHM, descendants_of, is_running, reap, segment_mappings,
-                                 wait_until)
+from reliability_support import (SHM, build_dir, cgroup_support, descendants_of,
+                                 is_running, reap, segment_mappings, wait_until)
 
 DRIVER = r"""
 import json, sys, threading
@@ -71,3 +75,47 @@ def test_sigkilled_driver_leaves_no_process_and_no_segment(driver_process, pids,
         reap(pid, timeout=2)
     assert not os.path.exists(os.path.join(SHM, names[0]))
     print(f"all {len(everything)} processes gone {elapsed * 1000:.0f} ms after SIGKILL")
+
+
+MEMORY_DRIVER = r"""
+import json, sys, threading
+import spawnpool
+slots, parent, helper = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+pool = spawnpool.Pool(slots=slots, memory_budget="auto", cgroup_parent=parent)
+line = helper + " 1000 > /dev/null; exec sleep 1000"
+for _ in range(slots):
+    threading.Thread(target=pool.run, args=(spawnpool.Command(["sh", "-c", line]),),
+                     daemon=True).start()
+print(json.dumps(pool.spawner_pids), flush=True)
+threading.Event().wait()
+"""
+
+
+def test_sigkilled_driver_with_memory_leaves_no_cgroup(driver_process, pids):
+    helper = os.path.join(build_dir(), "tests", "helpers", "double_fork_setsid")
+    with cgroup_support.TestCgroup() as cgroup:
+        driver = driver_process(MEMORY_DRIVER, 2, cgroup.path, helper)
+        spawners = json.loads(driver.stdout.readline())
+        pids.add(*spawners)
+        [pool_dir] = cgroup.children()
+
+        def in_slots():
+            found = []
+            for directory, _, files in os.walk(os.path.join(cgroup.path, pool_dir)):
+                if "cgroup.procs" in files:
+                    with open(os.path.join(directory, "cgroup.procs")) as f:
+                        found += [int(p) for p in f.read().split()]
+            return found
+        # Each slot: the sleep, and the grandchild in a session of its own.
+        assert wait_until(lambda: len(in_slots()) == 4, timeout=10), in_slots()
+        started = in_slots()
+        pids.add(*started)
+
+        os.kill(driver.pid, signal.SIGKILL)
+        everything = spawners + started
+        gone = wait_until(lambda: not [p for p in everything if is_running(p)], timeout=5)
+        assert gone, [p for p in everything if is_running(p)]
+        assert wait_until(lambda: not cgroup.children(), timeout=5), cgroup.children()
+        driver.wait(timeout=5)
+        for pid in everything:
+            reap(pid, timeout=2)

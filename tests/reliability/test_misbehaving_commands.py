@@ -7,9 +7,10 @@ on stdout and on stderr; SIGTERM ignored (then SIGKILL, and close()); stdout clo
 the command; a command that moves into a session of its own with setsid.
 
 Known limits, documented in docs/reliability.md: output a grandchild writes after the
-command exited is not waited for (a late write gets EPIPE); a process that left the
-command's process group (setsid) is out of reach of cancel() and close(), so these tests
-end it themselves.
+command exited is not waited for (a late write gets EPIPE); without memory tracking, a
+process that left the command's process group (setsid) is out of reach of cancel() and
+close(), so these tests end it themselves. With a memory budget the slot's cgroup holds
+it, and cancel() and close() reach it (the last test).
 """
 
 import signal
@@ -19,7 +20,7 @@ import time
 import pytest
 
 import spawnpool
-from reliability_support import is_running, wait_until
+from reliability_support import cgroup_support, is_running, wait_until
 
 PROMPT = 5.0  # seconds: "returns promptly" for commands whose leftovers live 30 s
 
@@ -222,3 +223,32 @@ def test_command_in_its_own_session(make_pool, pids, tmp_path):
         assert not thread.is_alive()
         assert box["result"].returncode == -signal.SIGTERM
     assert is_running(escaped), "the escaped process was expected to survive the cancel"
+
+
+def test_own_session_is_within_reach_with_memory(make_pool, pids, tmp_path):
+    with cgroup_support.TestCgroup() as cgroup:
+        pool = make_pool(slots=2, memory_budget="auto", cgroup_parent=cgroup.path)
+        pidfile = tmp_path / "session.pid"
+        thread, box = start_in_thread(
+            pool, ["/bin/sh", "-c", f"setsid sh -c 'echo $$ > {pidfile}; exec sleep 30' & wait"],
+            capture=True)
+        escaped = read_pid(pidfile)
+        pids.add(escaped)
+        pool.cancel(signal.SIGTERM)
+        thread.join(timeout=PROMPT)
+        assert not thread.is_alive()
+        assert box["result"].returncode == -signal.SIGTERM
+        assert wait_until(lambda: not is_running(escaped), timeout=PROMPT), \
+            "cancel() did not reach the process in a session of its own"
+
+        # A command that ended left a session behind in its slot: close() ends it.
+        pidfile2 = tmp_path / "session2.pid"
+        r = pool.run(["setsid", "/bin/sh", "-c", f"echo $$ > {pidfile2}; exec sleep 30"],
+                     capture=True)
+        assert r.returncode == 0
+        escaped = read_pid(pidfile2)
+        pids.add(escaped)
+        assert is_running(escaped)
+        pool.close()
+        assert not is_running(escaped), "close() did not reach the process left in the slot"
+        assert not cgroup.children()

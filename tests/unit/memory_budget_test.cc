@@ -71,25 +71,32 @@ TEST_CASE("sizes are read as users write them", "[memory][budget]") {
   CHECK(parse_memory_size(c.first) == c.second);
 }
 
-TEST_CASE("a budget setting is auto or a size", "[memory][budget]") {
-  CHECK(MemoryBudgetSetting::parse("auto")->automatic);
-  CHECK(MemoryBudgetSetting::parse(" AUTO ")->automatic);
-  const std::optional<MemoryBudgetSetting> explicit_size = MemoryBudgetSetting::parse("6G");
+TEST_CASE("a budget setting is off, auto or a size", "[memory][budget]") {
+  using Mode = MemoryBudget::Mode;
+  CHECK(MemoryBudget::parse("auto")->mode == Mode::kAuto);
+  CHECK(MemoryBudget::parse(" AUTO ")->mode == Mode::kAuto);
+  CHECK(MemoryBudget::parse("off")->mode == Mode::kOff);
+  CHECK_FALSE(MemoryBudget::parse("Off")->enabled());
+  const std::optional<MemoryBudget> explicit_size = MemoryBudget::parse("6G");
   REQUIRE(explicit_size);
-  CHECK_FALSE(explicit_size->automatic);
+  CHECK(explicit_size->mode == Mode::kBytes);
   CHECK(explicit_size->bytes == 6 * kGiB);
-  CHECK_FALSE(MemoryBudgetSetting::parse("0"));
-  CHECK_FALSE(MemoryBudgetSetting::parse("lots"));
+  CHECK(explicit_size->to_string() == std::to_string(6 * kGiB));
+  CHECK(MemoryBudget::parse(explicit_size->to_string())->bytes == 6 * kGiB);
+  CHECK(MemoryBudget::automatic().to_string() == "auto");
+  CHECK(MemoryBudget().to_string() == "off");
+  CHECK_FALSE(MemoryBudget::parse("0"));
+  CHECK_FALSE(MemoryBudget::parse("lots"));
 }
 
 TEST_CASE("auto is min(cgroup limit - usage, MemAvailable) minus a reserve", "[memory][budget]") {
   CgroupMemorySource::Reading cgroup{8 * kGiB, 2 * kGiB};
   std::optional<std::uint64_t> available = 10 * kGiB;
-  MemoryBudgetSetting setting;
+  MemoryBudget setting = MemoryBudget::automatic();
   setting.reserve_bytes = 0;
-  const auto budget_now = [&](const MemoryBudgetSetting& s) {
-    return MemoryBudget(s, std::make_unique<test::FakeCgroup>(&cgroup),
-                        std::make_unique<test::FakeSystemMemory>(&available, nullptr))
+  const auto budget_now = [&](const MemoryBudget& s) {
+    return BudgetMeter(s, std::make_unique<test::FakeCgroup>(&cgroup),
+                       std::make_unique<test::FakeSystemMemory>(&available, nullptr))
         .measure();
   };
   CHECK(budget_now(setting) == 6 * kGiB);  // the cgroup binds
@@ -113,18 +120,18 @@ TEST_CASE("auto is min(cgroup limit - usage, MemAvailable) minus a reserve", "[m
     setting.reserve_bytes = 7 * kGiB;
     CHECK(budget_now(setting) == 0);
     setting.reserve_bytes.reset();  // default: a tenth
-    CHECK(budget_now(setting) == 6 * kGiB - MemoryBudget::default_reserve(6 * kGiB));
-    CHECK(MemoryBudget::default_reserve(6 * kGiB) == 6 * kGiB / 10);
-    CHECK(MemoryBudget::default_reserve(100 * kMiB) == 64 * kMiB);
-    CHECK(MemoryBudget::default_reserve(100 * kGiB) == kGiB);
+    CHECK(budget_now(setting) == 6 * kGiB - BudgetMeter::default_reserve(6 * kGiB));
+    CHECK(BudgetMeter::default_reserve(6 * kGiB) == 6 * kGiB / 10);
+    CHECK(BudgetMeter::default_reserve(100 * kMiB) == 64 * kMiB);
+    CHECK(BudgetMeter::default_reserve(100 * kGiB) == kGiB);
   }
   SECTION("an explicit size ignores the sources and takes no reserve") {
-    MemoryBudgetSetting fixed = *MemoryBudgetSetting::parse("1G");
+    const MemoryBudget fixed = *MemoryBudget::parse("1G");
     CHECK(budget_now(fixed) == kGiB);
-    CHECK(MemoryBudget(fixed, nullptr, nullptr).measure() == kGiB);
+    CHECK(BudgetMeter(fixed, nullptr, nullptr).measure() == kGiB);
   }
   SECTION("without sources, auto has no budget") {
-    CHECK_FALSE(MemoryBudget(MemoryBudgetSetting{}, nullptr, nullptr).measure());
+    CHECK_FALSE(BudgetMeter(MemoryBudget::automatic(), nullptr, nullptr).measure());
   }
 }
 

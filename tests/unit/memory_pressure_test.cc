@@ -36,10 +36,10 @@ TEST_CASE("a PSI file is read again through the descriptor it keeps", "[memory][
   CHECK_FALSE(PsiFile(dir / "missing").some_avg10());
 
   SECTION("the cgroup's file when it reads, else the system's") {
-    const std::unique_ptr<PsiFile> cgroup = open_memory_pressure(dir.path());
+    const std::unique_ptr<PsiFile> cgroup = open_memory_pressure(path);
     REQUIRE(cgroup);
     CHECK(cgroup->path() == path);
-    const std::unique_ptr<PsiFile> system = open_memory_pressure(dir / "no-such-cgroup");
+    const std::unique_ptr<PsiFile> system = open_memory_pressure(dir / "no-such-cgroup/memory.pressure");
     if (std::filesystem::exists("/proc/pressure/memory")) {
       REQUIRE(system);
       CHECK(system->path() == "/proc/pressure/memory");

@@ -1,12 +1,15 @@
-// The Scheduler with FIFO and with a fake memory-budget policy: queue order, last-freed
-// slot first, jobs that wait although a slot is free, passing and its counter, held jobs,
-// exclusive jobs, re-evaluation at each event (queue, finish, timer), try_acquire, the
-// hooks, close. No processes: blocked submitters are threads. A waiting job's state is
-// read only after the event that would have started it has returned (the scheduler makes
-// every decision under its lock, within that call), so no check depends on timing.
+// The Scheduler with FIFO, with a fake memory-budget policy and with the real memory
+// admission policy: queue order, last-freed slot first, jobs that wait although a slot is
+// free, passing and its counter, the starvation bound, held jobs, the admission-wait
+// accounting, exclusive OOM retries (rerun_alone), re-evaluation at each event (queue,
+// finish, the policy's recheck time), try_acquire, the hooks, close. No processes:
+// blocked submitters are threads. A waiting job's state is read only after the event that
+// would have started it has returned (the scheduler makes every decision under its lock,
+// within that call), so no check depends on timing.
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -14,8 +17,10 @@
 #include <vector>
 
 #include "engine/src/fifo_policy.h"
+#include "engine/src/memory/admission_policy.h"
 #include "engine/src/scheduler.h"
 #include "tests/unit/test_support.h"
+#include "worker_pool/protocol/monotonic_clock.h"
 
 namespace spawnpool::detail {
 namespace {
@@ -23,32 +28,36 @@ namespace {
 using namespace std::chrono_literals;
 
 // Admits a job while the predicted peaks of the running jobs plus its own fit the budget
-// (or nothing runs); holds a job that was passed `max_passes` times. Knobs the test turns
-// while submitters wait are atomics; the rest is only touched under the scheduler's lock.
+// (or nothing runs); holds everything while `pressure` is set. Knobs the test turns while
+// submitters wait are atomics; the rest is only touched under the scheduler's lock.
 class BudgetPolicy : public SchedulingPolicy {
  public:
   std::atomic<std::int64_t> budget{100};
-  std::atomic<std::uint32_t> max_passes{1000};
+  std::atomic<bool> pressure{false};
   std::atomic<int> recheck_ms{0};
   std::atomic<int> submitted{0};
   std::atomic<int> dispatched{0};
   std::atomic<int> finished{0};
-  std::map<std::string, std::int64_t> history;  // key -> peak, read by on_submit
-  std::vector<int> dispatch_slots;              // in dispatch order
+  std::map<std::uint64_t, std::int64_t> history;  // key.exact -> peak, read by on_submit
+  std::vector<int> dispatch_slots;                // in dispatch order
   std::vector<int> finish_returncodes;
   std::int64_t running_bytes = 0;
+  std::int64_t next_recheck_ = 0;
 
   void on_submit(JobInfo& job) override {
-    if (auto known = history.find(job.key); known != history.end())
+    if (auto known = history.find(job.key.exact); known != history.end())
       job.predicted_peak_bytes = known->second;
+    job.predicted_peak_bytes = std::max(job.predicted_peak_bytes, job.peak_floor_bytes);
     ++submitted;
   }
-  Admission admit(const JobInfo& job) override {
-    if (running_bytes == 0 || running_bytes + job.predicted_peak_bytes <= budget)
-      return Admission::kStart;
-    return job.times_passed >= max_passes ? Admission::kHold : Admission::kWait;
+  Admission admit(JobInfo& job, std::int64_t now_ns) override {
+    next_recheck_ = now_ns + recheck_ms.load() * 1'000'000LL;  // a reading's next poll
+    if (running_bytes == 0) return Admission::kStart;
+    if (pressure) return Admission::kHold;
+    return running_bytes + job.predicted_peak_bytes <= budget ? Admission::kStart
+                                                              : Admission::kWait;
   }
-  void on_dispatch(const JobInfo& job, int slot) override {
+  void on_dispatch(JobInfo& job, int slot) override {
     running_bytes += job.predicted_peak_bytes;
     dispatch_slots.push_back(slot);
     ++dispatched;
@@ -58,16 +67,16 @@ class BudgetPolicy : public SchedulingPolicy {
     finish_returncodes.push_back(result.returncode);
     ++finished;
   }
-  std::chrono::milliseconds recheck_interval() const override {
-    return std::chrono::milliseconds(recheck_ms.load());
+  std::optional<std::int64_t> next_recheck_ns() const override {
+    if (recheck_ms.load() <= 0) return std::nullopt;
+    return next_recheck_;
   }
   bool wants_keys() const override { return true; }
 };
 
-JobInfo job_of(std::int64_t peak, bool exclusive = false) {
+JobInfo job_of(std::int64_t peak) {
   JobInfo job;
   job.predicted_peak_bytes = peak;
-  job.exclusive = exclusive;
   return job;
 }
 
@@ -181,11 +190,11 @@ TEST_CASE("a job may wait although a slot is free, and a later job passes it",
   scheduler.release(big.slot(), big.job(), exit_result(0));
 }
 
-TEST_CASE("a held job is passed by nobody (the starvation bound)", "[scheduler][admission]") {
+TEST_CASE("a job passed often enough is passed by nobody (the starvation bound)",
+          "[scheduler][admission]") {
   auto owned = std::make_unique<BudgetPolicy>();
   BudgetPolicy& policy = *owned;
-  policy.max_passes = 1;
-  Scheduler scheduler(4, std::move(owned));
+  Scheduler scheduler(4, std::move(owned), /*max_times_passed=*/1);
   JobInfo running = job_of(60);
   REQUIRE(scheduler.acquire(running).slot == 0);
   Submitter big(scheduler, job_of(80));
@@ -194,7 +203,7 @@ TEST_CASE("a held job is passed by nobody (the starvation bound)", "[scheduler][
   REQUIRE(first_small.returned());  // passes the big job once
   CHECK(big.job().times_passed == 1);
 
-  // Now the big job is held: a small job that fits waits behind it.
+  // Now the big job holds the queue: a small job that fits waits behind it.
   Submitter second_small(scheduler, job_of(10));
   REQUIRE(submitted(policy, 4));
   CHECK_FALSE(second_small.started());
@@ -209,7 +218,57 @@ TEST_CASE("a held job is passed by nobody (the starvation bound)", "[scheduler][
   scheduler.release(second_small.slot(), second_small.job(), exit_result(0));
 }
 
-TEST_CASE("with a recheck interval, a waiting job is admitted with no job ending",
+TEST_CASE("the default starvation bound is max(4, 2 x slots)", "[scheduler][admission]") {
+  for (const std::size_t slots : {std::size_t{2}, std::size_t{8}}) {
+    auto owned = std::make_unique<BudgetPolicy>();
+    BudgetPolicy& policy = *owned;
+    const std::uint32_t bound = slots == 2 ? 4 : 16;
+    Scheduler scheduler(slots, std::move(owned));
+    JobInfo running = job_of(60);
+    REQUIRE(scheduler.acquire(running).slot >= 0);
+    Submitter big(scheduler, job_of(80));
+    REQUIRE(submitted(policy, 2));
+    std::vector<JobInfo> small(bound + 1, job_of(0));
+    std::uint32_t passed = 0;
+    for (JobInfo& job : small) {
+      const Scheduler::Dispatch d = scheduler.try_acquire(job);
+      if (d.slot < 0) break;
+      ++passed;
+      scheduler.release(d.slot, job, exit_result(0));
+    }
+    CHECK(passed == bound);
+    CHECK(big.job().times_passed == bound);
+    scheduler.release(0, running, exit_result(0));
+    REQUIRE(big.returned());
+    scheduler.release(big.slot(), big.job(), exit_result(0));
+  }
+}
+
+TEST_CASE("a policy's hold stops everything behind the job", "[scheduler][admission]") {
+  auto owned = std::make_unique<BudgetPolicy>();
+  BudgetPolicy& policy = *owned;
+  Scheduler scheduler(3, std::move(owned));
+  JobInfo running = job_of(10);
+  REQUIRE(scheduler.acquire(running).slot == 0);
+  policy.pressure = true;
+  Submitter first(scheduler, job_of(10));
+  REQUIRE(submitted(policy, 2));
+  Submitter second(scheduler, job_of(10));
+  REQUIRE(submitted(policy, 3));
+  JobInfo probe = job_of(1);
+  CHECK(scheduler.try_acquire(probe).slot == -1);
+  CHECK_FALSE(first.started());
+  CHECK_FALSE(second.started());
+  policy.pressure = false;
+  scheduler.release(0, running, exit_result(0));
+  REQUIRE(first.returned());
+  REQUIRE(second.returned());
+  CHECK(first.job().times_passed == 0);
+  scheduler.release(first.slot(), first.job(), exit_result(0));
+  scheduler.release(second.slot(), second.job(), exit_result(0));
+}
+
+TEST_CASE("with a recheck time, a waiting job is admitted with no job ending",
           "[scheduler][admission][timer]") {
   auto owned = std::make_unique<BudgetPolicy>();
   BudgetPolicy& policy = *owned;
@@ -220,24 +279,58 @@ TEST_CASE("with a recheck interval, a waiting job is admitted with no job ending
   Submitter big(scheduler, job_of(80));
   REQUIRE(submitted(policy, 2));
   CHECK_FALSE(big.started());
-  policy.budget = 200;  // pressure went down; no event tells the scheduler
+  policy.budget = 200;  // memory was freed elsewhere; no event tells the scheduler
   REQUIRE(big.returned());
   CHECK(big.slot() == 1);
   scheduler.release(big.slot(), big.job(), exit_result(0));
   scheduler.release(0, running, exit_result(0));
 }
 
-TEST_CASE("an exclusive job runs alone", "[scheduler][exclusive]") {
+TEST_CASE("admission wait counts only while a slot is free", "[scheduler][admission]") {
+  auto owned = std::make_unique<BudgetPolicy>();
+  BudgetPolicy& policy = *owned;
+  policy.budget = 1000;
+  Scheduler scheduler(1, std::move(owned));
+  JobInfo running = job_of(1);
+  REQUIRE(scheduler.acquire(running).slot == 0);
+  Submitter waiting(scheduler, job_of(1));  // waits for the one slot, not for memory
+  REQUIRE(submitted(policy, 2));
+  std::this_thread::sleep_for(20ms);
+  scheduler.release(0, running, exit_result(0));
+  REQUIRE(waiting.returned());
+  CHECK(waiting.job().admission_wait_ns == 0);
+  scheduler.release(waiting.slot(), waiting.job(), exit_result(0));
+}
+
+// An OOM-killed job on a thread of its own: rerun_alone() blocks until it runs again.
+class Rerun {
+ public:
+  Rerun(Scheduler& scheduler, JobInfo& job, int slot) {
+    thread_ = std::thread([this, &scheduler, &job, slot] {
+      slot_ = scheduler.rerun_alone(slot, job, exit_result(1)).slot;
+    });
+  }
+  ~Rerun() { thread_.join(); }
+  bool started() const { return slot_.load() >= 0; }
+  int slot() const { return slot_.load(); }
+
+ private:
+  std::atomic<int> slot_{-2};
+  std::thread thread_;
+};
+
+TEST_CASE("an OOM retry keeps its slot and runs alone", "[scheduler][exclusive]") {
   auto owned = std::make_unique<BudgetPolicy>();
   BudgetPolicy& policy = *owned;
   policy.budget = 1000;
   Scheduler scheduler(3, std::move(owned));
-  JobInfo running = job_of(1);
-  REQUIRE(scheduler.acquire(running).slot == 0);
-
-  Submitter exclusive(scheduler, job_of(1, true));
-  REQUIRE(submitted(policy, 2));
-  CHECK_FALSE(exclusive.started());  // something runs
+  JobInfo victim = job_of(1), other = job_of(1);
+  REQUIRE(scheduler.acquire(victim).slot == 0);
+  REQUIRE(scheduler.acquire(other).slot == 1);
+  victim.peak_floor_bytes = 500;
+  Rerun rerun(scheduler, victim, 0);
+  REQUIRE(test::wait_until([&] { return policy.submitted.load() == 3; }));  // asked again
+  CHECK_FALSE(rerun.started());  // `other` runs
   // While it waits nothing else starts, although slots are free and everything fits.
   JobInfo later = job_of(1);
   CHECK(scheduler.try_acquire(later).slot == -1);
@@ -245,14 +338,92 @@ TEST_CASE("an exclusive job runs alone", "[scheduler][exclusive]") {
   REQUIRE(submitted(policy, 4));
   CHECK_FALSE(blocked.started());
 
-  scheduler.release(0, running, exit_result(0));
-  REQUIRE(exclusive.returned());
+  scheduler.release(1, other, exit_result(0));
+  REQUIRE(test::wait_until([&] { return rerun.started(); }));
+  CHECK(rerun.slot() == 0);  // its own slot, although slot 1 was freed last
+  CHECK(victim.exclusive);
+  CHECK(victim.predicted_peak_bytes == 500);  // asked again, with the floor
+  CHECK(victim.admission_wait_ns > 0);
   CHECK_FALSE(blocked.started());  // nor while it runs
   CHECK(scheduler.try_acquire(later).slot == -1);
-  scheduler.release(exclusive.slot(), exclusive.job(), exit_result(0));
+  scheduler.release(0, victim, exit_result(0));
   REQUIRE(blocked.returned());
   CHECK(blocked.job().times_passed == 0);
   scheduler.release(blocked.slot(), blocked.job(), exit_result(0));
+}
+
+TEST_CASE("an OOM retry waiting when the scheduler closes gets no slot", "[scheduler][exclusive]") {
+  Scheduler scheduler(2, std::make_unique<FifoPolicy>());
+  JobInfo victim, other;
+  REQUIRE(scheduler.acquire(victim).slot == 0);
+  REQUIRE(scheduler.acquire(other).slot == 1);
+  {
+    Rerun rerun(scheduler, victim, 0);
+    std::this_thread::sleep_for(20ms);
+    scheduler.close();
+  }
+  scheduler.release(1, other, exit_result(0));
+  JobInfo late;
+  CHECK(scheduler.acquire(late).closed);
+}
+
+// Counts on_submit() calls (the test waits on the atomic); the rest is `inner`'s.
+class Counted final : public SchedulingPolicy {
+ public:
+  explicit Counted(std::unique_ptr<SchedulingPolicy> inner) : inner_(std::move(inner)) {}
+  std::atomic<int> submitted{0};
+  void on_submit(JobInfo& job) override {
+    inner_->on_submit(job);
+    ++submitted;
+  }
+  Admission admit(JobInfo& job, std::int64_t now_ns) override { return inner_->admit(job, now_ns); }
+  void on_dispatch(JobInfo& job, int slot) override { inner_->on_dispatch(job, slot); }
+  void on_finish(const JobInfo& job, const Result& r) override { inner_->on_finish(job, r); }
+  std::optional<std::int64_t> next_recheck_ns() const override { return inner_->next_recheck_ns(); }
+  bool wants_keys() const override { return inner_->wants_keys(); }
+
+ private:
+  std::unique_ptr<SchedulingPolicy> inner_;
+};
+
+TEST_CASE("the memory policy under the real scheduler: fits pass, the bound holds",
+          "[scheduler][admission][memory]") {
+  constexpr std::int64_t kMiB = 1 << 20;
+  HistorySnapshot history;  // command N peaked at peaks[N - 1] MiB
+  const std::int64_t peaks[] = {600, 500, 100, 100, 100};
+  for (std::uint64_t n = 1; n <= 5; ++n) history.add(n, 0, {peaks[n - 1] * kMiB, 1});
+  auto budget = std::make_unique<BudgetMeter>(
+      MemoryBudget::of_bytes(1000 * static_cast<std::uint64_t>(kMiB)), nullptr, nullptr);
+  auto counted = std::make_unique<Counted>(std::make_unique<MemoryAdmissionPolicy>(
+      AdmissionOptions{}, std::move(budget), nullptr, std::move(history), monotonic_ns()));
+  Counted& policy = *counted;
+  Scheduler scheduler(8, std::move(counted), /*max_times_passed=*/2);
+  CHECK(scheduler.wants_keys());
+  auto command = [](std::uint64_t n) {
+    JobInfo job;
+    job.key.exact = n;
+    job.key.program = 1;
+    return job;
+  };
+  JobInfo a = command(1);
+  const int a_slot = scheduler.acquire(a).slot;
+  REQUIRE(a_slot >= 0);
+  CHECK(a.predicted_peak_bytes == 600 * kMiB);
+  Submitter big(scheduler, command(2));  // 600 + 500 > 1000: waits
+  REQUIRE(test::wait_until([&] { return policy.submitted.load() == 2; }));
+  JobInfo s1 = command(3), s2 = command(4), s3 = command(5);
+  const Scheduler::Dispatch d1 = scheduler.try_acquire(s1);
+  const Scheduler::Dispatch d2 = scheduler.try_acquire(s2);
+  CHECK(d1.slot >= 0);
+  CHECK(d2.slot >= 0);
+  CHECK(big.job().times_passed == 2);
+  CHECK(scheduler.try_acquire(s3).slot == -1);  // would fit (900), but Big was passed enough
+  scheduler.release(a_slot, a, exit_result(0));
+  REQUIRE(big.returned());  // 200 + 500 fits now
+  CHECK(big.job().admission_wait_ns > 0);
+  scheduler.release(d1.slot, s1, exit_result(0));
+  scheduler.release(d2.slot, s2, exit_result(0));
+  scheduler.release(big.slot(), big.job(), exit_result(0));
 }
 
 TEST_CASE("try_acquire gives nothing while earlier jobs wait, or the policy says no",
@@ -281,8 +452,8 @@ TEST_CASE("the policy hears of each submit, dispatch and finish, with keys",
   Scheduler scheduler(2, std::move(owned));
   CHECK(scheduler.wants_keys());
   JobInfo known;
-  known.key = std::string("cc\0a.c\0/src\0", 12);
-  policy.history[known.key] = 70;
+  known.key.exact = 12345;
+  policy.history[known.key.exact] = 70;
   REQUIRE(scheduler.acquire(known).slot == 0);
   CHECK(known.predicted_peak_bytes == 70);
   JobInfo other = job_of(0);

@@ -16,7 +16,7 @@
 namespace spawnpool::protocol {
 
 inline constexpr std::uint64_t kMagic = 0x316c6f6f706e7073;  // "spnpool1"
-inline constexpr std::uint32_t kVersion = 3;  // 3: ReplyHeader::launch_ns
+inline constexpr std::uint32_t kVersion = 4;  // 4: ReplyHeader::peak_memory_bytes, memory flags
 
 // File descriptors a spawner finds at start (see docs/architecture.md).
 inline constexpr int kSegmentFd = 3;   // the shared-memory segment
@@ -87,15 +87,21 @@ struct RequestHeader {
 };
 
 /// What the driver sends on a spawner's lifeline (a SOCK_SEQPACKET socket: one message
-/// each) to signal the process group of the command of request `number`.
+/// each) to signal the process group of the command of request `number` (and, with a
+/// slot cgroup, everything in the slot). kGoodbye instead says the driver is closing the
+/// pool: the EOF that follows is no driver death, so the spawner leaves the pool's other
+/// cgroups to the driver.
 struct CancelMessage {
   std::uint32_t number;
   std::int32_t signal;
 };
+inline constexpr CancelMessage kGoodbye{0, 0};
 
 /// Reply flags.
 enum ReplyFlags : std::uint32_t {
   kWaiterPinned = 1u << 0,  // the spawner pinned waiter_tid to its CPU: the driver restores
+  kMemoryFromCgroup = 1u << 1,  // peak_memory_bytes is the slot cgroup's, not ru_maxrss
+  kOomKilled = 1u << 2,     // the OOM killer killed a process of the slot while it ran
 };
 
 struct ReplyHeader {
@@ -106,6 +112,7 @@ struct ReplyHeader {
   std::int64_t user_usec;
   std::int64_t system_usec;
   std::int64_t max_rss_kb;
+  std::int64_t peak_memory_bytes;  // the command's peak (kMemoryFromCgroup says whose); 0 if none
   // CLOCK_MONOTONIC nanoseconds, a clock shared by every process of the machine.
   std::int64_t received_ns;   // spawner saw the request
   std::int64_t launch_ns;     // just before the clone that starts the command (0: none)
@@ -119,7 +126,7 @@ struct ReplyHeader {
 };
 
 // tests/fuzz/make_seed_corpus.py packs this layout byte for byte.
-static_assert(sizeof(ReplyHeader) == 112, "ReplyHeader changed: update the fuzz seeds");
+static_assert(sizeof(ReplyHeader) == 120, "ReplyHeader changed: update the fuzz seeds");
 
 /// Pointers into one slot of a mapped segment.
 struct SlotView {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "spawnpool/command.h"
+#include "spawnpool/memory_budget.h"
 #include "spawnpool/result.h"
 
 namespace spawnpool {
@@ -34,6 +35,25 @@ struct PoolOptions {
   /// the waiting thread gets its own CPU set back as it wakes. See docs/architecture.md,
   /// "The CPU hint".
   bool same_cpu_handoff = true;
+
+  // Memory-aware admission (docs/features.md, "Memory-aware admission"). Off by default:
+  // the pool then creates no cgroup and keeps no history, and peaks come from ru_maxrss.
+  /// With a budget, each slot gets a cgroup (peaks of the whole command, OOM kills, cancel
+  /// and close reach everything a command started), a command starts only while the
+  /// running ones' predicted peaks plus its own fit (or nothing else runs), and one
+  /// killed by the OOM killer runs again once, alone.
+  MemoryBudget memory_budget;
+  /// The SQLite file of commands' peaks, read at start and written as commands finish;
+  /// empty: none (every pool starts cold). Its problems are warnings, never errors.
+  std::string memory_history_path;
+  /// The cgroup (v1 memory or v2 directory) under which the pool makes its own; empty:
+  /// the driver's memory cgroup. Where none can be made, the pool says so (warn) and
+  /// measures with ru_maxrss.
+  std::string memory_cgroup_parent;
+  /// Receives the pool's warnings (an unusable history, no cgroups), one sentence each;
+  /// called from any thread (the history's writer too), never with a pool lock held.
+  /// Unset: "spawnpool: warning: <sentence>" on stderr.
+  std::function<void(const std::string&)> warn;
 };
 
 /// A submitted command: it owns the command's state until its result is collected.
@@ -86,7 +106,9 @@ class Pool {
 
   /// Sends `sig` to the process group of the command `job` runs, if it still runs.
   void cancel(const Job& job, int sig);
-  /// Sends `sig` to the process group of every running command.
+  /// Sends `sig` to the process group of every running command. A command that was
+  /// submitted before and is to run again after an OOM kill does not: its killed run is
+  /// its result (an interrupted build must not start it again).
   void cancel_all(int sig);
 
   /// Ends the spawners (their running commands get SIGKILL) and waits for them.

@@ -9,6 +9,16 @@
 
 namespace spawnpool {
 
+/// Where Result::peak_memory_bytes comes from.
+enum class MemorySource : std::int32_t {
+  kNone = 0,    ///< nothing was measured (the command never ran)
+  kRusage = 1,  ///< ru_maxrss: the largest single process of the command, not their sum
+  kCgroup = 2,  ///< the slot's cgroup: everything the command started, together
+};
+
+/// "none", "rusage", "cgroup".
+const char* memory_source_name(MemorySource source);
+
 struct Result {
   /// Exit status, or -N when killed by signal N (as subprocess.Popen reports it).
   /// -1 when the command never ran (see failure).
@@ -17,7 +27,9 @@ struct Result {
   /// errno for a failure. kSpawnerDied carries ECHILD and kPoolClosed ESHUTDOWN, so that
   /// OSError-style callers have one; tell failures apart by `failure`, not by errno.
   int error_number = 0;
-  std::string error_message;   ///< a sentence naming what failed, empty when it ran
+  /// A sentence naming what failed, empty when it ran; also set for a command that ran
+  /// but was killed by the OOM killer (see oom_killed).
+  std::string error_message;
   bool captured = false;       ///< whether stdout_data/stderr_data hold the output
   std::string stdout_data;
   std::string stderr_data;
@@ -39,6 +51,24 @@ struct Result {
   std::int64_t started_ns = 0;
   std::int64_t exited_ns = 0;
   std::int64_t completed_ns = 0;
+
+  // Memory (docs/features.md, "Memory-aware admission"). Without a memory budget only the
+  // first two are set, from ru_maxrss.
+  std::int64_t peak_memory_bytes = 0;          ///< the command's peak; 0: unknown
+  MemorySource memory_source = MemorySource::kNone;
+  /// The OOM killer killed a process of the command's last run (the cgroup says so,
+  /// whatever the exit status). The command was run again alone once first (oom_retries),
+  /// so this means it did not fit even then; error_message says so, with its peak.
+  bool oom_killed = false;
+  int oom_retries = 0;                         ///< runs again after an OOM kill (0 or 1)
+  std::int64_t predicted_peak_bytes = 0;       ///< the admission's forecast; 0: none
+  /// Time it waited for admission while a slot was free (memory, or an OOM retry running
+  /// alone), over all its runs.
+  std::int64_t memory_wait_ns = 0;
+  /// At its (last) dispatch, for the trace's memory counter: the running commands'
+  /// predicted peaks, its own included, and what the pool's cgroup used (0: unknown).
+  std::int64_t predicted_in_use_bytes = 0;
+  std::int64_t measured_in_use_bytes = 0;
 
   bool started() const { return failure == FailureStage::kNone; }
 };

@@ -6,7 +6,9 @@
 Each non-blank line runs as ``/bin/sh -c LINE`` (directly when it needs no shell, see
 direct_exec.py), at most N at a time.  As make does, the first failure stops new commands
 from starting (running ones finish); ``-k`` runs everything.  Each failure is reported as
-``spawnpool: *** [line 3] Error 2: <command>``.  Exit status: 0 when every command
+``spawnpool: *** [line 3] Error 2: <command>`` (with ``--memory``, a command the OOM killer
+killed even when run alone adds why: ``Error 1, killed by the kernel's OOM killer (peak N
+MiB, budget M MiB)``).  Exit status: 0 when every command
 succeeded, 1 when any failed, 2 for a usage error, 128+N when interrupted by signal N.
 The build-feature options are those of ``scons --process-spawner`` (options.py).
 
@@ -97,8 +99,8 @@ def run_command(args):
             return 2
         try:
             from . import Pool          # the compiled module: ImportError when unusable
-            pool = Pool(slots=args.jobs, **settings.pool_options())
-        except (OSError, RuntimeError, ImportError) as e:
+            pool = Pool(slots=args.jobs, **settings.pool_options('%s: warning: ' % _PROG))
+        except (OSError, RuntimeError, ImportError, ValueError) as e:
             sys.stderr.write('%s: cannot start the pool: %s\n' % (_PROG, e))
             return 2
         with pool:
@@ -220,6 +222,10 @@ class _Batch:
 def _why(result):
     if not result.started:
         return result.failure_text()
+    if result.oom_killed and result.returncode == -signal.SIGKILL:
+        return result.error_message
     if result.returncode < 0:
-        return signal.strsignal(-result.returncode) or 'Signal %d' % -result.returncode
-    return 'Error %d' % result.returncode
+        status = signal.strsignal(-result.returncode) or 'Signal %d' % -result.returncode
+    else:
+        status = 'Error %d' % result.returncode
+    return '%s, %s' % (status, result.error_message) if result.oom_killed else status

@@ -199,10 +199,13 @@ class JobserverClient:
         while True:
             poller.poll()
             with self._lock:
-                # Drain first, then look: interrupt() sets _stopped before it writes.
-                self._drain_wake_locked()
+                # Look first, and leave the wake-up of a stop in the pipe: another waiter
+                # woken by it may not have looked yet, and a drained pipe would put it
+                # back to sleep for good. (interrupt() sets _stopped and writes under this
+                # lock, so nothing comes between the look and the drain.)
                 if self._stopped:
                     raise JobserverInterrupted()
+                self._drain_wake_locked()
                 if self._implicit_free:
                     self._take_implicit_locked()
                     return

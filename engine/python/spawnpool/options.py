@@ -9,9 +9,9 @@ which stack.py builds the layers:
     trace          --trace=FILE         --process-spawner-trace=FILE
     ...            --NAME               --process-spawner-NAME   (dest: process_spawner_NAME)
 
-A new option (issue 12's ``memory=auto|SIZE|off``, ``history=PATH``) is one more entry
-here with its converter, one more Settings field, and its use in stack.py or in
-`Settings.pool_options()` (what Pool() is given); neither front end changes.
+A new option is one more entry here with its converter, one more Settings field, and its
+use in stack.py or in `Settings.pool_options()` (what Pool() is given, as for
+``memory=auto|SIZE|off`` and ``history=PATH``); neither front end changes.
 
 No imports beyond the standard library: the SCons plugin adds these options even when
 the compiled module cannot be loaded.
@@ -20,7 +20,11 @@ the compiled module cannot be loaded.
 import collections
 import os
 
-__all__ = ['OPTIONS', 'Option', 'Settings', 'add_to_argparse', 'add_to_scons']
+__all__ = ['OPTIONS', 'Option', 'Settings', 'add_to_argparse', 'add_to_scons', 'HISTORY_FILE']
+
+#: The history's file name inside a directory (SCons' default: .spawnpool/ at the top).
+HISTORY_FILE = 'memory-history.sqlite'
+
 
 
 def _yes_no(value):
@@ -67,26 +71,36 @@ OPTIONS = (
     Option('jobserver', 'choice', 'share the job slots of a make jobserver in MAKEFLAGS '
            '(default: yes)', default='yes', choices=('yes', 'no'), metavar='yes|no',
            convert=_yes_no),
+    Option('memory', 'string', 'memory-aware admission: start a command only while the '
+           'predicted peaks fit in auto (what is free, less a reserve) or SIZE (8G, 512M); '
+           'an OOM-killed command runs again alone (default: off)', default='off',
+           metavar='auto|SIZE|off'),
+    Option('history', 'string', "with memory admission: the file of the commands' memory "
+           'history (a directory: memory-history.sqlite in it)', metavar='PATH'),
 )
 
 
 class Settings:
     """The options' values for one build.  `flag(name)` spells an option as the front
-    end does, for messages; `base_dir` is where a relative trace path starts."""
+    end does, for messages; `base_dir` is where a relative trace or history path starts;
+    `default_history` is the history with memory admission when none is named (SCons:
+    .spawnpool/ at the top of the build; None: no history)."""
 
-    def __init__(self, flag_prefix='--', base_dir=None, **values):
+    def __init__(self, flag_prefix='--', base_dir=None, default_history=None, **values):
         self.flag_prefix = flag_prefix
         self.base_dir = base_dir or os.getcwd()
+        self.default_history = default_history
         for option in OPTIONS:
             setattr(self, option.field, option.value(values.pop(option.field, None)))
         if values:
             raise TypeError('unknown options: %s' % ', '.join(sorted(values)))
 
     @classmethod
-    def from_values(cls, values, dest_prefix='', flag_prefix='--', base_dir=None):
+    def from_values(cls, values, dest_prefix='', flag_prefix='--', base_dir=None,
+                    default_history=None):
         """Settings from a parsed namespace whose attributes are dest_prefix + field."""
         found = {o.field: getattr(values, dest_prefix + o.field, None) for o in OPTIONS}
-        return cls(flag_prefix, base_dir, **found)
+        return cls(flag_prefix, base_dir, default_history, **found)
 
     def flag(self, name):
         return self.flag_prefix + name
@@ -96,9 +110,33 @@ class Settings:
         """Whether commands may wait for a local slot (a jobserver is known later)."""
         return bool(self.launcher or self.local is not None)
 
-    def pool_options(self):
-        """Keyword arguments for Pool() (issue 12's memory options will go here)."""
-        return {}
+    @property
+    def memory_on(self):
+        return (self.memory or 'off').strip().lower() != 'off'
+
+    def history_path(self):
+        """The memory history file: the named one or the default, relative to base_dir
+        (a directory: HISTORY_FILE in it); None without memory admission or history."""
+        history = self.history or self.default_history
+        if not self.memory_on or not history:
+            return None
+        path = os.path.join(self.base_dir, os.path.expanduser(history))
+        if os.path.isdir(path) or history.endswith(os.sep):
+            path = os.path.join(path, HISTORY_FILE)
+        return path
+
+    def pool_options(self, warning_prefix='spawnpool: warning: '):
+        """Keyword arguments for Pool(): the memory budget and history (nothing without
+        memory admission), and the prefix of the pool's warnings (the history's file and
+        directories are the pool's to make, and its problems a warning)."""
+        if not self.memory_on:
+            return {}
+        options = {'memory_budget': self.memory.strip(),
+                   'warning_prefix': '%s%s: ' % (warning_prefix, self.flag('memory'))}
+        history = self.history_path()
+        if history is not None:
+            options['history'] = history
+        return options
 
 
 def add_to_argparse(parser):

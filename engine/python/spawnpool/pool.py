@@ -41,13 +41,27 @@ class Pool(_spawnpool.Pool):
     same_cpu_handoff: wake each spawner on the submitting thread's CPU, and the thread
     waiting for the reply on the spawner's (see docs/architecture.md, "The CPU hint");
     False leaves placement to the scheduler.
+
+    Memory-aware admission (docs/features.md), off unless memory_budget is given:
+    memory_budget: None or 'off' (default), 'auto' (what the machine and this process's
+        cgroup have free, less a reserve), a size ('8G', '512M') or a number of bytes.
+        Commands then start only while their predicted peaks fit, each runs in a cgroup
+        of its slot (peak of the whole command, OOM kills, kill-all), and one killed by
+        the OOM killer runs again once, alone.  ValueError for a malformed value.
+    history: the SQLite file of the commands' peaks across builds (None: no history).
+    cgroup_parent: the cgroup directory the pool's cgroups go under (None: this
+        process's memory cgroup).
+    warning_prefix: what starts each line of the pool's warnings on stderr (an unusable
+        history, no cgroups).
     """
 
     def __init__(self, slots=None, spawner=None, output_chunk_bytes=1 << 20,
-                 same_cpu_handoff=True):
+                 same_cpu_handoff=True, memory_budget=None, history=None,
+                 cgroup_parent=None, warning_prefix='spawnpool: warning: '):
         from . import spawner_path
         super().__init__(slots or os.cpu_count() or 1, spawner or spawner_path(),
-                         output_chunk_bytes, same_cpu_handoff)
+                         output_chunk_bytes, same_cpu_handoff, memory_budget, history,
+                         cgroup_parent, warning_prefix)
 
     def run(self, command=None, env=None, cwd=None, capture=False, merge_stderr=False,
             argv=None):

@@ -68,6 +68,9 @@ class Session:
     def __init__(self, settings, slots, warn, jobserver=None, watch=None,
                  process_name='spawnpool', prefix='spawnpool'):
         self.settings = settings
+        if settings.history and not settings.memory_on:
+            warn('%s: only used with %s; ignored' % (settings.flag('history'),
+                                                      settings.flag('memory')))
         self.trace = self._open_trace(settings, process_name, warn)
         self.stats = Stats(slots=slots) if settings.stats else None
         self.sync = OutputSync() if settings.output == 'sync' else None

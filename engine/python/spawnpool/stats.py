@@ -10,19 +10,25 @@ build of any size costs constant memory.  Times come from the results (CLOCK_MON
   spawn benchmark's hand-off diagnostic times (its no-spawn round trip);
 - queue wait: from submit to a free slot (``dispatched_ns - submitted_ns``), apart;
 - slot utilization: total command time / (slots x build wall), where the build wall is
-  from the first submit to the last result.
+  from the first submit to the last result;
+- with memory admission (Result.predicted_peak_bytes set): the commands delayed for
+  memory (``memory_wait_ns``, time waited while a slot was free) and their total delay,
+  OOM retries, and the prediction error ``|predicted - measured| / measured`` at p50 and
+  p90, from a histogram of 1% buckets (constant memory).
 
 Thread-safe: one lock around the sums.
 """
 
 import heapq
 import itertools
+import math
 import threading
 import time
 
 __all__ = ['Stats']
 
 _LONGEST = 10
+_ERROR_BUCKETS = 1001          # prediction error in whole percent, 1000 holding >= 1000%
 
 
 class Stats:
@@ -39,6 +45,14 @@ class Stats:
         self.last_ns = None         # latest completion
         self._longest = []          # min-heap of (command_ns, seq, command)
         self._seq = itertools.count()
+        # Memory admission: counted only for results that carry a prediction.
+        self.predicted = 0          # commands with a prediction and a measured peak
+        self.under_predicted = 0
+        self.delayed = 0            # commands that waited for memory with a slot free
+        self.memory_wait_ns = 0
+        self.oom_retries = 0
+        self.oom_failed = 0         # killed again when run alone
+        self._errors = None         # [count per whole percent of error], once needed
 
     def note_slots(self, slots):
         with self._lock:
@@ -59,10 +73,45 @@ class Stats:
             self.overhead_ns += result.pool_overhead_ns()
             self.queue_ns += result.dispatched_ns - result.submitted_ns
             self._span(result.submitted_ns, result.completed_ns)
+            if result.predicted_peak_bytes:
+                self._add_memory(result)
             if len(self._longest) < _LONGEST:
                 heapq.heappush(self._longest, entry)
             elif wall > self._longest[0][0]:
                 heapq.heapreplace(self._longest, entry)
+
+    def _add_memory(self, result):
+        # Under the lock.
+        if result.memory_wait_ns > 0:
+            self.delayed += 1
+            self.memory_wait_ns += result.memory_wait_ns
+        self.oom_retries += result.oom_retries
+        self.oom_failed += bool(result.oom_killed)
+        peak = result.peak_memory_bytes
+        if peak > 0:
+            error = abs(result.predicted_peak_bytes - peak) * 100 // peak
+            if self._errors is None:
+                self._errors = [0] * _ERROR_BUCKETS
+            self._errors[min(error, _ERROR_BUCKETS - 1)] += 1
+            self.predicted += 1
+            self.under_predicted += result.predicted_peak_bytes < peak
+
+    def prediction_error(self, fraction):
+        """The prediction error (percent of the measured peak) at quantile `fraction`,
+        or None before any prediction met its measurement."""
+        with self._lock:
+            return self._error_locked(fraction)
+
+    def _error_locked(self, fraction):
+        if not self.predicted:
+            return None
+        rank = max(1, math.ceil(self.predicted * fraction))
+        seen = 0
+        for percent, count in enumerate(self._errors):
+            seen += count
+            if seen >= rank:
+                return percent
+        return _ERROR_BUCKETS - 1
 
     def _add_unstarted(self, when_ns):
         with self._lock:
@@ -108,12 +157,28 @@ class Stats:
             lines.append('  slot utilization:   %.1f%% (%d slots, %.3f s from first submit '
                          'to last result)' % (100 * self.utilization(), self.slots,
                                               self.build_wall()))
+            lines += self._memory_lines()
         longest = self.longest()
         if longest:
             lines.append('  longest commands:')
             for seconds, command in longest:
                 lines.append('    %9.3f s  %s' % (seconds, _one_line(command)))
         return '\n'.join(lines) + '\n'
+
+    def _memory_lines(self):
+        # Under the lock.
+        if not self.predicted and not self.delayed and not self.oom_retries:
+            return []       # no memory admission in this build
+        p50, p90 = self._error_locked(0.5), self._error_locked(0.9)
+        lines = ['  delayed for memory: %d commands, %s in all'
+                 % (self.delayed, _seconds(self.memory_wait_ns)),
+                 '  OOM retries:        %d (%d killed again when run alone)'
+                 % (self.oom_retries, self.oom_failed)]
+        if p50 is not None:
+            lines.append('  prediction error:   p50 %d%%, p90 %d%% of the measured peak (%d '
+                         'commands, %d under-predicted)' % (p50, p90, self.predicted,
+                                                             self.under_predicted))
+        return lines
 
     def _span(self, start_ns, end_ns):
         if self.first_ns is None or start_ns < self.first_ns:

@@ -5,6 +5,11 @@ the start of its launch to its reap (Result.command_ns()); args hold the command
 RSS, queue wait and the pool's own overhead.  A command that never started is an instant
 event ("ph": "i") at the moment it was refused.
 
+With memory admission (Result.predicted_peak_bytes set) each command's args add its peak,
+prediction and memory wait; a counter track ("ph": "C", "memory in use") shows at each
+dispatch what the running commands were predicted to use and what the pool's cgroup
+measured; an OOM retry is an instant event on its slot where the second run starts.
+
 The file is valid JSON after every event, not only at the end: it is written as
 ``{"traceEvents":[ ...events... ],"displayTimeUnit":"ms"}`` and each new event goes in
 with one pwrite() over the closing tail, carrying a new tail behind it.  So a build that
@@ -25,6 +30,7 @@ __all__ = ['TraceWriter']
 _HEAD = b'{"traceEvents":['
 _TAIL = b'\n],"displayTimeUnit":"ms"}\n'
 _dumps = json.JSONEncoder(separators=(',', ':'), ensure_ascii=True).encode
+_MIB = float(1 << 20)
 
 
 class TraceWriter:
@@ -66,11 +72,32 @@ class TraceWriter:
                 'pool_overhead_ms': round(overhead_ns / 1e6, 3),
             },
         }
+        extra = self._memory_events(result, event['args']) if result.predicted_peak_bytes else ()
         with self._lock:
             if result.slot not in self._slots_named:
                 self._slots_named.add(result.slot)
                 self._append_locked(self._thread_name(result.slot))
             self._append_locked(event)
+            for memory_event in extra:
+                self._append_locked(memory_event)
+
+    def _memory_events(self, result, args):
+        """Adds the memory figures to `args`; the counter and OOM events to write."""
+        args.update(peak_memory_mib=round(result.peak_memory_bytes / _MIB, 1),
+                    memory_source=result.memory_source,
+                    predicted_peak_mib=round(result.predicted_peak_bytes / _MIB, 1),
+                    memory_wait_ms=round(result.memory_wait_ns / 1e6, 3))
+        events = [{'name': 'memory in use', 'ph': 'C', 'pid': self._pid,
+                   'ts': self._us(result.dispatched_ns),
+                   'args': {'predicted_MiB': round(result.predicted_in_use_bytes / _MIB, 1),
+                            'measured_MiB': round(result.measured_in_use_bytes / _MIB, 1)}}]
+        if result.oom_retries or result.oom_killed:
+            args.update(oom_retries=result.oom_retries, oom_killed=result.oom_killed)
+        if result.oom_retries:
+            events.append({'name': 'OOM kill: run again alone', 'cat': 'memory', 'ph': 'i',
+                           's': 't', 'pid': self._pid, 'tid': result.slot,
+                           'ts': self._us(result.started_ns)})
+        return events
 
     def _add_unstarted(self, result, command):
         self._append({

@@ -13,11 +13,11 @@ MemoryAdmission make_memory_admission(MemoryAdmissionConfig config, std::int64_t
     snapshot = admission.history->take_snapshot();
   }
   std::unique_ptr<SystemMemorySource> system;
-  if (config.budget.automatic) system = std::make_unique<ProcMeminfo>();
-  auto budget = std::make_unique<MemoryBudget>(config.budget, std::move(config.cgroup),
-                                               std::move(system));
-  admission.policy = std::make_unique<AdmissionPolicy>(
-      config.options, std::move(budget), open_memory_pressure(config.cgroup_dir),
+  if (config.budget.mode == MemoryBudget::Mode::kAuto) system = std::make_unique<ProcMeminfo>();
+  auto budget = std::make_unique<BudgetMeter>(config.budget, std::move(config.cgroup),
+                                              std::move(system));
+  admission.policy = std::make_unique<MemoryAdmissionPolicy>(
+      config.options, std::move(budget), open_memory_pressure(config.pressure_file),
       std::move(snapshot), now_ns);
   return admission;
 }

@@ -15,21 +15,21 @@
 namespace spawnpool::detail {
 
 struct MemoryAdmissionConfig {
-  MemoryBudgetSetting budget;    ///< `auto` or a size
+  MemoryBudget budget = MemoryBudget::automatic();  ///< kAuto or kBytes
   std::string history_path;      ///< empty: no history (cold every time, nothing written)
-  /// The driver's cgroup directory, for its memory.pressure (v2); empty or without that
-  /// file: /proc/pressure/memory.
-  std::string cgroup_dir;
+  /// The driver's cgroup's memory.pressure (memory_pressure_file()); empty or unreadable:
+  /// /proc/pressure/memory.
+  std::string pressure_file;
   /// The driver's cgroup limit and usage, for `auto` (from the cgroup layer); may be null.
   std::unique_ptr<CgroupMemorySource> cgroup;
-  AdmissionOptions options;      ///< options.slots must be the pool's slot count
+  AdmissionOptions options;
   HistoryStoreOptions history_options;
   HistoryWarning warn;           ///< the history's one warning; called from any thread
 };
 
 struct MemoryAdmission {
   std::unique_ptr<HistoryStore> history;   ///< null without a history path
-  std::unique_ptr<AdmissionPolicy> policy;
+  std::unique_ptr<MemoryAdmissionPolicy> policy;
 };
 
 /// Opens the history (its problems are warnings, never exceptions) and builds the policy.

@@ -30,11 +30,6 @@ std::string random_suffix() {
   return text;
 }
 
-bool cgroups_disabled_by_environment() {
-  const char* value = std::getenv(kDisableCgroupsEnv);
-  return value != nullptr && std::strcmp(value, "1") == 0;
-}
-
 std::string error_text(const std::string& what) { return what + ": " + std::strerror(errno); }
 
 // Where the pool goes, and its hierarchy: an explicit parent, or the driver's cgroup.
@@ -54,6 +49,11 @@ bool choose_parent(const CgroupTreeOptions& options, std::string& parent,
 }
 
 }  // namespace
+
+bool cgroups_disabled_by_environment() {
+  const char* value = std::getenv(kDisableCgroupsEnv);
+  return value != nullptr && std::strcmp(value, "1") == 0;
+}
 
 std::unique_ptr<CgroupTree> CgroupTree::create(const CgroupTreeOptions& options,
                                                std::uint32_t slots, std::string& why_not) {
@@ -89,6 +89,11 @@ std::unique_ptr<CgroupTree> CgroupTree::create(const CgroupTreeOptions& options,
     restore_driver_home(parent, getpid(), tree->flags_, ignored);
     return nullptr;
   }
+  tree->usage_fd_ = open_at(AT_FDCWD,
+                            (tree->pool_dir_ + (version == CgroupVersion::kV1
+                                                    ? "/memory.usage_in_bytes"
+                                                    : "/memory.current")).c_str(),
+                            O_RDONLY);
   tree->closed_ = false;
   return tree;
 }
@@ -120,6 +125,8 @@ bool CgroupTree::make_slots(const CgroupTreeOptions& options, std::string& why) 
 CgroupTree::~CgroupTree() {
   std::string ignored;
   close(ignored);
+  // Only here: a submitter may still read it while close() runs on another thread.
+  if (usage_fd_ >= 0) ::close(usage_fd_);
 }
 
 SlotCgroupConfig CgroupTree::slot_config(std::uint32_t slot) const {
@@ -139,6 +146,11 @@ bool CgroupTree::kill_slot(std::uint32_t slot) const {
   const bool empty = kill_cgroup_processes(fd, version_, removal_timeout_);
   ::close(fd);
   return empty;
+}
+
+std::int64_t CgroupTree::usage_bytes() const {
+  std::int64_t usage = 0;
+  return usage_fd_ >= 0 && read_int64(usage_fd_, usage) && usage > 0 ? usage : 0;
 }
 
 bool CgroupTree::close(std::string& why) {

@@ -20,6 +20,9 @@ namespace spawnpool::detail {
 /// ("1"): peaks then come from ru_maxrss, as where no hierarchy is writable.
 inline constexpr const char* kDisableCgroupsEnv = "SPAWNPOOL_DISABLE_CGROUPS";
 
+/// Whether kDisableCgroupsEnv is "1" now.
+bool cgroups_disabled_by_environment();
+
 struct CgroupTreeOptions {
   /// Where the pool's cgroup goes; empty: the driver's memory cgroup (found from
   /// /proc/self). A directory given here must be a cgroup (v1 or v2) that may receive
@@ -54,6 +57,9 @@ class CgroupTree {
   /// SIGKILLs everything in `slot`'s cgroup and waits until it is empty: for a spawner
   /// that died (its command's leftovers outside the command's process group).
   bool kill_slot(std::uint32_t slot) const;
+  /// What the pool's cgroup (all its slots) uses now, in bytes: one read of a file held
+  /// open (v1 memory.usage_in_bytes, v2 memory.current); 0 when unknown.
+  std::int64_t usage_bytes() const;
 
   /// Kills what is left in every slot, removes the slots and the pool's directory and,
   /// on v2, puts the driver back into its own cgroup once its last pool is gone. Call
@@ -70,6 +76,7 @@ class CgroupTree {
   std::uint32_t slots_ = 0;
   std::uint32_t flags_ = 0;  // SlotCgroupFlags: what the driver did to its v2 home
   std::chrono::milliseconds removal_timeout_{2000};
+  int usage_fd_ = -1;  // the pool directory's usage file (-1: none); open until destruction
   bool closed_ = false;
 };
 

@@ -1,7 +1,7 @@
 // How the memory history and the admission policy name a command: a hash of the exact
 // command (argv and cwd), a fallback hash that survives a flag change (program and output
 // path), and the program's hash for "similar commands in this build". Pure functions,
-// safe from any thread. The heuristic is described in docs/architecture.md ("The store").
+// safe from any thread. The heuristic is described in docs/architecture.md ("The memory history").
 #pragma once
 
 #include <cstdint>

@@ -84,23 +84,12 @@ std::optional<std::uint64_t> parse_memory_size(std::string_view text) {
   return whole * multiplier + static_cast<std::uint64_t>(std::floor(fraction * static_cast<double>(multiplier)));
 }
 
-std::optional<MemoryBudgetSetting> MemoryBudgetSetting::parse(std::string_view text) {
-  MemoryBudgetSetting setting;
-  if (equals_lower(trim(text), "auto")) return setting;
-  const std::optional<std::uint64_t> bytes = parse_memory_size(text);
-  if (!bytes || *bytes == 0) return std::nullopt;  // 0 would mean "one at a time": say -j1
-  setting.automatic = false;
-  setting.bytes = *bytes;
-  return setting;
-}
-
-MemoryBudget::MemoryBudget(MemoryBudgetSetting setting,
-                           std::unique_ptr<CgroupMemorySource> cgroup,
-                           std::unique_ptr<SystemMemorySource> system)
+BudgetMeter::BudgetMeter(MemoryBudget setting, std::unique_ptr<CgroupMemorySource> cgroup,
+                         std::unique_ptr<SystemMemorySource> system)
     : setting_(setting), cgroup_(std::move(cgroup)), system_(std::move(system)) {}
 
-std::optional<std::uint64_t> MemoryBudget::measure() {
-  if (!setting_.automatic) return setting_.bytes;
+std::optional<std::uint64_t> BudgetMeter::measure() {
+  if (!automatic()) return setting_.bytes;
   std::optional<std::uint64_t> headroom;
   if (cgroup_) {
     const CgroupMemorySource::Reading reading = cgroup_->read();
@@ -116,7 +105,7 @@ std::optional<std::uint64_t> MemoryBudget::measure() {
   return *headroom > reserve ? *headroom - reserve : 0;
 }
 
-std::uint64_t MemoryBudget::default_reserve(std::uint64_t headroom_bytes) {
+std::uint64_t BudgetMeter::default_reserve(std::uint64_t headroom_bytes) {
   // A tenth absorbs the prediction error of typical commands and the driver's own growth
   // between measurements; the floor keeps room for the driver in a small container, the
   // cap stops a large machine from idling gigabytes.
@@ -124,3 +113,25 @@ std::uint64_t MemoryBudget::default_reserve(std::uint64_t headroom_bytes) {
 }
 
 }  // namespace spawnpool::detail
+
+namespace spawnpool {
+
+std::optional<MemoryBudget> MemoryBudget::parse(std::string_view text) {
+  const std::string_view word = detail::trim(text);
+  if (detail::equals_lower(word, "off")) return off();
+  if (detail::equals_lower(word, "auto")) return automatic();
+  const std::optional<std::uint64_t> bytes = detail::parse_memory_size(text);
+  if (!bytes || *bytes == 0) return std::nullopt;  // 0 would mean "one at a time": say -j1
+  return of_bytes(*bytes);
+}
+
+std::string MemoryBudget::to_string() const {
+  switch (mode) {
+    case Mode::kOff: return "off";
+    case Mode::kAuto: return "auto";
+    case Mode::kBytes: return std::to_string(bytes);
+  }
+  return "off";
+}
+
+}  // namespace spawnpool

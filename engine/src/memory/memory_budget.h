@@ -1,6 +1,6 @@
-// The memory budget the admission policy fills: an explicit size, or `auto`, the
-// smaller of the driver's cgroup headroom (limit minus usage) and the kernel's
-// MemAvailable, minus a reserve. The sources are interfaces (fakes in tests; the cgroup
+// Measuring the memory budget the admission policy fills (spawnpool::MemoryBudget says
+// which): an explicit size, or `auto`, the smaller of the driver's cgroup headroom
+// (limit minus usage) and the kernel's MemAvailable, minus a reserve. The sources are interfaces (fakes in tests; the cgroup
 // one comes from the cgroup layer). Not thread-safe: the policy calls it under the
 // scheduler's lock; measure() reads files and is called at a bounded rate.
 #pragma once
@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "engine/src/memory/memory_proc_file.h"
+#include "spawnpool/memory_budget.h"
 
 namespace spawnpool::detail {
 
@@ -54,38 +55,27 @@ class ProcMeminfo : public SystemMemorySource {
 /// (powers of 1024; "KiB", "KB", "k" too). Unset when malformed or too large.
 std::optional<std::uint64_t> parse_memory_size(std::string_view text);
 
-/// What the user asked for.
-struct MemoryBudgetSetting {
-  bool automatic = true;           ///< `auto`: measured; else `bytes`
-  std::uint64_t bytes = 0;         ///< the explicit budget (no reserve is taken off it)
-  /// For `auto`: memory left out of the budget; unset: default_reserve() of the headroom.
-  std::optional<std::uint64_t> reserve_bytes;
-
-  /// "auto" or a size (parse_memory_size); unset when neither.
-  static std::optional<MemoryBudgetSetting> parse(std::string_view text);
-};
-
-class MemoryBudget {
+class BudgetMeter {
  public:
   /// A limit at or above this (v1 reports "no limit" as about 2^63) counts as none.
   static constexpr std::uint64_t kNoLimit = std::uint64_t(1) << 60;
 
-  /// Either source may be null (not available here).
-  MemoryBudget(MemoryBudgetSetting setting, std::unique_ptr<CgroupMemorySource> cgroup,
-               std::unique_ptr<SystemMemorySource> system);
+  /// `setting` is kAuto or kBytes. Either source may be null (not available here).
+  BudgetMeter(MemoryBudget setting, std::unique_ptr<CgroupMemorySource> cgroup,
+              std::unique_ptr<SystemMemorySource> system);
 
   /// The budget now: the explicit size, or for `auto` min(cgroup limit - usage,
   /// MemAvailable) - reserve (0 if the reserve takes it all). Unset when `auto` has no
   /// source that answers: then only memory pressure limits admission.
   std::optional<std::uint64_t> measure();
 
-  bool automatic() const { return setting_.automatic; }
+  bool automatic() const { return setting_.mode == MemoryBudget::Mode::kAuto; }
 
   /// The reserve for a measured headroom: 1/10 of it, at least 64 MiB and at most 1 GiB.
   static std::uint64_t default_reserve(std::uint64_t headroom_bytes);
 
  private:
-  MemoryBudgetSetting setting_;
+  MemoryBudget setting_;
   std::unique_ptr<CgroupMemorySource> cgroup_;
   std::unique_ptr<SystemMemorySource> system_;
 };

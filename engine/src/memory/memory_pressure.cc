@@ -28,9 +28,9 @@ std::optional<double> PsiFile::some_avg10() {
   return text ? parse_psi_some_avg10(*text) : std::nullopt;
 }
 
-std::unique_ptr<PsiFile> open_memory_pressure(const std::string& cgroup_dir) {
-  if (!cgroup_dir.empty()) {
-    auto cgroup = std::make_unique<PsiFile>(cgroup_dir + "/memory.pressure");
+std::unique_ptr<PsiFile> open_memory_pressure(const std::string& cgroup_file) {
+  if (!cgroup_file.empty()) {
+    auto cgroup = std::make_unique<PsiFile>(cgroup_file);
     if (cgroup->some_avg10()) return cgroup;
   }
   auto system = std::make_unique<PsiFile>("/proc/pressure/memory");

@@ -37,10 +37,10 @@ class PsiFile : public PressureSource {
   ProcFile file_;
 };
 
-/// The PSI file for a pool: `cgroup_dir`/memory.pressure when the driver's cgroup has one
-/// that reads (cgroup v2), else /proc/pressure/memory; null when neither reads (a kernel
-/// without PSI): admission then goes by the budget alone.
-std::unique_ptr<PsiFile> open_memory_pressure(const std::string& cgroup_dir);
+/// The PSI file for a pool: `cgroup_file` (the driver's cgroup's memory.pressure, from
+/// memory_pressure_file() in cgroup_limits.h) when it reads, else /proc/pressure/memory;
+/// null when neither reads (a kernel without PSI): admission then goes by the budget alone.
+std::unique_ptr<PsiFile> open_memory_pressure(const std::string& cgroup_file);
 
 struct PressureThresholds {
   /// Pause admissions once `some avg10` is above this (percent)...
