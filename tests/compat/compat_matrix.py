@@ -137,6 +137,11 @@ def python_problem(cell):
     if not python or not os.access(python, os.X_OK):
         return ('CPython %s not found (pyenv: %s/versions/%s.*/bin/python3)'
                 % (cell.python, PYENV_ROOT, cell.python))
+    return module_problem(python)
+
+
+def module_problem(python):
+    """Why build/python/spawnpool has no module for `python`, or None."""
     suffix = ext_suffix(python)
     if not suffix:
         return '%s does not run' % python
@@ -170,7 +175,7 @@ def unpack(release, dest):
     return root
 
 
-WRAPPER = '''#!%(python)s
+WRAPPER = '''#!%(shebang)s
 # SCons %(release)s from its release tarball, for spawnpool's compatibility matrix.
 # Named `scons`, as an installed SCons is (the tests read process names).
 import runpy
@@ -180,14 +185,14 @@ runpy.run_path(%(script)r, run_name='__main__')
 '''
 
 
-def scons_command(release_root, python, bin_dir, flags=()):
-    """An executable `scons` in bin_dir that runs release_root's SCons under `python`,
-    with `flags` before the caller's arguments. scripts/scons.py puts its own SCons/ first
-    on sys.path (not Debian's)."""
+def scons_command(release_root, python, bin_dir, flags=(), shebang=None):
+    """An executable `scons` in bin_dir that runs release_root's SCons under `python`
+    (named by `shebang`, default `python` itself), with `flags` before the caller's
+    arguments. scripts/scons.py puts its own SCons/ first on sys.path (not Debian's)."""
     bin_dir = Path(bin_dir)
     bin_dir.mkdir(parents=True, exist_ok=True)
     path = bin_dir / 'scons'
-    path.write_text(WRAPPER % dict(python=python, release=release_root.name[len('scons-'):],
+    path.write_text(WRAPPER % dict(shebang=shebang or python, release=release_root.name[len('scons-'):],
                                    script=str(release_root / 'scripts' / 'scons.py'),
                                    flags=list(flags)))
     path.chmod(0o755)
