@@ -156,12 +156,13 @@ def pytest_terminal_summary(terminalreporter):
     write('')
     write('SCons x CPython matrix (%d cells, %d at a time, %.0f s):'
           % (len(_runner.outcomes), JOBS, end - _runner.started))
+    width = max(len(cell.row) for cell, _ in _runner.outcomes.values())
     for cell, outcome in sorted(_runner.outcomes.values(),
                                 key=lambda co: (matrix.RELEASES.index(co[0].release),
                                                 matrix.PYTHONS.index(co[0].python), co[0].kind)):
         python = matrix.interpreter(cell) or 'CPython %s' % cell.python
-        text = '  SCons %-6s %-4s %-5s %-8s' % (cell.row, cell.python, cell.kind,
-                                               outcome.status)
+        text = '  SCons %-*s  %-4s %-5s %-8s' % (width, cell.row, cell.python, cell.kind,
+                                                outcome.status)
         if outcome.status == 'skipped':
             text += ' ' + outcome.detail
         else:
