@@ -83,6 +83,7 @@ def run_cell(cell, releases, work_dir):
     log = temp.parent / (cell.id + '.log')
     env = matrix.scons_e2e.base_env(
         SPAWNPOOL_TEST_SCONS=str(scons), SPAWNPOOL_TEST_SCONS_PYTHON=python,
+        SPAWNPOOL_TEST_SCONS_SCHEDULER=cell.scheduler,
         PYTHONPATH=os.pathsep.join(map(str, (matrix.scons_e2e.MODULE_DIR,
                                              matrix.scons_e2e.PLUGIN_DIR))))
     argv = [matrix.SYSTEM_PYTHON, '-m', 'pytest', '-q', '-p', 'no:cacheprovider', '-rfEs',
@@ -168,3 +169,7 @@ def pytest_terminal_summary(terminalreporter):
         else:
             text += ' %4.0f s  %s  (%s)' % (outcome.seconds, outcome.summary, python)
         write(text)
+    left_out = {t: why for cell, _ in _runner.outcomes.values() for t, why in
+                cell.deselected.items() if '--deselect=' + t in cell.suite}
+    for test, why in sorted(left_out.items()):
+        write('  left out of the NewParallel cells: %s: %s' % (test, why))
