@@ -5,11 +5,12 @@ run SCons releases from their tarballs under any interpreter.
   tests/distributed: distcc as launcher, make's jobserver) against an SCons release under
   Debian's /usr/bin/python3. Debian's own scons is the full cell the regular suites run.
 - **core** cells run build identity (with Configure and chdir=), failing/missing/killed
-  commands and interrupts under a pyenv CPython, with the first release here that supports
-  that CPython and with the newest.
-- Two more full cells run the scheduler each release does not use by default: NewParallel
-  on 4.6 (`--experimental=tm_v2`, default since 4.7) and the legacy one on the newest
-  release (`--experimental=legacy_sched`).
+  commands and interrupts under each pyenv CPython, with the first release here that
+  supports it; and the newest release under the oldest and the newest CPython (3.8 is
+  where users of a current pip-installed SCons gain most: its stock spawning forks).
+- Two more core cells, under /usr/bin/python3, run the scheduler a release does not use
+  by default: NewParallel on 4.6 (`--experimental=tm_v2`, default since 4.7) and the
+  legacy one on the newest release (`--experimental=legacy_sched`).
 
 The tarballs come from $SPAWNPOOL_SCONS_RELEASES (default /work/shared/scons); the
 interpreters from pyenv ($PYENV_ROOT, default ~/.pyenv). A cell whose release or
@@ -79,8 +80,13 @@ class Cell:
         return ' '.join((self.release,) + self.flags)
 
     @property
+    def system(self):
+        """Whether the cell runs on /usr/bin/python3 (else on pyenv's CPython)."""
+        return self.kind == 'full' or bool(self.flags)
+
+    @property
     def id(self):
-        where = 'system' if self.kind == 'full' else 'pyenv'
+        where = 'system' if self.system else 'pyenv'
         tag = ''.join('-' + f.split('=')[-1] for f in self.flags)
         return '%s%s-py%s-%s' % (self.release, tag, self.python, where)
 
@@ -111,11 +117,13 @@ class Cell:
 def cells():
     """Every cell of the matrix that tests/compat runs (Debian's own is the regular suites')."""
     out = [Cell(release, SYSTEM_PYTHON_VERSION, 'full') for release in RELEASES]
-    out += [Cell(release, SYSTEM_PYTHON_VERSION, 'full', ['--experimental=' + scheduler])
+    out += [Cell(release, SYSTEM_PYTHON_VERSION, 'core', ['--experimental=' + scheduler])
             for release, scheduler in (('4.6.0', 'tm_v2'), (NEWEST, 'legacy_sched'))]
     for python in PYTHONS:
-        for release in sorted({FIRST_SUPPORTING[python], NEWEST}, key=RELEASES.index):
-            out.append(Cell(release, python, 'core'))
+        releases = {FIRST_SUPPORTING[python]}
+        if python in (PYTHONS[0], PYTHONS[-1]):
+            releases.add(NEWEST)
+        out += [Cell(release, python, 'core') for release in sorted(releases, key=RELEASES.index)]
     return out
 
 
@@ -152,7 +160,7 @@ def pyenv_python(version):
 
 
 def interpreter(cell):
-    return SYSTEM_PYTHON if cell.kind == 'full' else pyenv_python(cell.python)
+    return SYSTEM_PYTHON if cell.system else pyenv_python(cell.python)
 
 
 def python_problem(cell):
