@@ -427,9 +427,11 @@ def main():
     machine = spawn_bench.machine_info()
     plan = []
     for rnd in range(args.rounds):
-        combos = [(v, py) for py in pythons for v in variants
-                  if v != "fork2g" or rnd < args.fork_rounds]
-        plan += [(rnd, v, py) for v, py in spawn_bench.rotated(combos, rnd)]
+        in_round = [v for v in variants if v != "fork2g" or rnd < args.fork_rounds]
+        # By interpreter, the variants of one back to back (the ratios pair builds minutes
+        # apart, not a round apart, on a machine whose load changes), both orders rotated.
+        for py in spawn_bench.rotated(pythons, rnd):
+            plan += [(rnd, v, py) for v in spawn_bench.rotated(in_round, rnd)]
     runs = run_plan(args, bins, plan, src_tree, counts)
     shutil.rmtree(src_tree, ignore_errors=True)
     machine["loadavg_at_end"] = [f"{x:.2f}" for x in os.getloadavg()]
