@@ -19,17 +19,28 @@ Each build runs under spawn_bench/tree_rusage, a child subreaper that reaps ever
 process of the tree with wait4() and sums their rusage, so spawner processes that no
 one waits for are counted. Every build's outputs are checked with verify_outputs.py.
 
+The interpreter axis (--pythons 3.8,3.11): every variant (default stock,pool) under each
+CPython, all with one SCons release from its tarball (--scons-release, default 4.4.0, the
+version Debian ships): CPython <= 3.9 starts every command with fork(), 3.10+ with vfork,
+so stock on 3.8 pays for the fork of SCons' driver as the build grows it (no ballast).
+"3.8" means pyenv's newest 3.8.x (both versions then come from the same kind of build);
+a path names any interpreter. Writes DIR/build_pythons.json instead.
+
 usage: build_bench.py [--quick] [--preset medium|large] [--rounds N] [--jobs 2]
                       [--variants stock,fork2g,...] [--out DIR] [--work DIR]
+                      [--pythons 3.8,3.11 [--scons-release 4.4.0]]
 Writes DIR/build.json (default build/bench). Progress goes to stderr.
 """
 
 import argparse
+import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 
@@ -40,6 +51,8 @@ sys.path.insert(0, HERE)
 import spawn_bench  # noqa: E402  (helper builds and machine info)
 
 BALLAST_GIB = 2
+RELEASES_DIR = os.environ.get("SPAWNPOOL_SCONS_RELEASES") or "/work/shared/scons"
+PYENV_ROOT = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
 
 # site_scons/site_init.py snippets, generated into the benchmark's copy of the tree.
 BALLAST = f'''
@@ -168,10 +181,17 @@ def count_objects(root):
     return n
 
 
-def run_build(variant, args, bins, src_tree, work, counts, label):
+def scons_command(python):
+    """How to start SCons: the scons on PATH, or `python` running the release's scons.py."""
+    if python is None:
+        return ["scons"]
+    return [python["path"], python["scons_py"]]
+
+
+def run_build(variant, args, bins, src_tree, work, counts, label, python=None):
     """One build in a fresh copy of the tree. Returns the measurement record."""
     v = VARIANTS[variant]
-    tree = os.path.join(work, f"tree-{variant}")
+    tree = os.path.join(work, f"tree-{variant}" + (f"-py{python['label']}" if python else ""))
     shutil.rmtree(tree, ignore_errors=True)
     shutil.copytree(src_tree, tree, symlinks=True)
     home = os.path.join(work, "home")  # no ~/.scons or user site-packages of the caller
@@ -193,7 +213,7 @@ def run_build(variant, args, bins, src_tree, work, counts, label):
         command = ["make", "-C", tree, f"-j{args.jobs}", f"O={out_root}"]
     else:
         out_root = tree
-        command = ["scons", "-Q", f"-j{args.jobs}"]
+        command = scons_command(python) + ["-Q", f"-j{args.jobs}"]
         if v["pool"]:
             command.append("--process-spawner")
         command += v.get("args", [])
@@ -217,6 +237,7 @@ def run_build(variant, args, bins, src_tree, work, counts, label):
     with open(result_file) as f:
         r = json.load(f)
     r.update({"variant": variant, "command": command, "ok": proc.returncode == 0,
+              "python": python["label"] if python else None,
               "cpu_s": r["user_s"] + r["sys_s"],
               "driver_cpu_s": (r["driver_user_s"] + r["driver_sys_s"]
                                if r["driver_user_s"] >= 0 else None)})
@@ -238,7 +259,7 @@ def run_build(variant, args, bins, src_tree, work, counts, label):
     return r
 
 
-def plugin_works(args, bins, work):
+def plugin_works(args, bins, work, python=None):
     """Builds the small preset with --process-spawner: is the plugin usable?"""
     tree = os.path.join(work, "plugin-check")
     shutil.rmtree(tree, ignore_errors=True)
@@ -252,7 +273,8 @@ def plugin_works(args, bins, work):
                                            os.path.abspath(args.plugin_path)]),
                SPAWNPOOL_SCONS_DEBUG="1")
     os.makedirs(env["HOME"], exist_ok=True)
-    p = subprocess.run(["scons", "-Q", "-j2", "--process-spawner"], cwd=tree, env=env,
+    p = subprocess.run(scons_command(python) + ["-Q", "-j2", "--process-spawner"], cwd=tree,
+                       env=env,
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     ok = p.returncode == 0 and subprocess.run(
         [sys.executable, os.path.join(HERE, "verify_outputs.py"), tree, tree],
@@ -261,7 +283,42 @@ def plugin_works(args, bins, work):
     return ok, p.stdout[-1500:]
 
 
-def main():
+def pyenv_python(version):
+    """pyenv's newest CPython `version` ('3.8' -> .../versions/3.8.18/bin/python3), or None."""
+    found = []
+    for path in glob.glob(os.path.join(PYENV_ROOT, "versions", version + ".*", "bin", "python3")):
+        m = re.search(r"/%s\.(\d+)/bin/python3$" % re.escape(version), path)
+        if m:
+            found.append((int(m.group(1)), path))
+    return max(found)[1] if found else None
+
+
+def resolve_pythons(args, work):
+    """The interpreter axis: [{label, path, version, scons_py}], with the SCons release
+    unpacked into `work`. Exits with the reason when something is missing."""
+    tarball = os.path.join(args.scons_releases_dir, f"scons-{args.scons_release}.tar.gz")
+    if not os.path.isfile(tarball):
+        sys.exit(f"build_bench: {tarball} is absent (set SPAWNPOOL_SCONS_RELEASES)")
+    root = os.path.join(work, f"scons-{args.scons_release}")
+    if not os.path.isfile(os.path.join(root, "scripts", "scons.py")):
+        with tarfile.open(tarball) as tar:
+            tar.extractall(work)
+    pythons = []
+    for spec in args.pythons.split(","):
+        path = spec if os.sep in spec else pyenv_python(spec)
+        if not path or not os.access(path, os.X_OK):
+            sys.exit(f"build_bench: CPython {spec} not found (pyenv: {PYENV_ROOT}/versions)")
+        version = subprocess.run([path, "-c", "import platform; print(platform.python_version())"],
+                                 check=True, stdout=subprocess.PIPE, text=True).stdout.strip()
+        # Compiled once here, so no build pays for compiling SCons' modules.
+        subprocess.run([path, "-m", "compileall", "-q", os.path.join(root, "SCons")],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        pythons.append({"label": ".".join(version.split(".")[:2]), "path": path,
+                        "version": version, "scons_py": os.path.join(root, "scripts", "scons.py")})
+    return pythons
+
+
+def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true",
                     help="one round of a 156-source tree (medium shape, --files 12)")
@@ -272,7 +329,14 @@ def main():
     ap.add_argument("--fork-rounds", type=int, default=1,
                     help="rounds that include the slow fork2g variant (1: the first)")
     ap.add_argument("--jobs", "-j", type=int, default=2)
-    ap.add_argument("--variants", default=",".join(DEFAULT_VARIANTS))
+    ap.add_argument("--variants", help="comma-separated (default: all; with --pythons: "
+                                       "stock,pool)")
+    ap.add_argument("--pythons", help="interpreter axis: CPythons (3.8,3.11: pyenv's; or "
+                                      "paths) that each run every variant")
+    ap.add_argument("--scons-release", default="4.4.0",
+                    help="with --pythons: the SCons release tarball to run (%(default)s)")
+    ap.add_argument("--scons-releases-dir", default=RELEASES_DIR,
+                    help="where the scons-X.Y.Z.tar.gz files are (%(default)s)")
     ap.add_argument("--out", default=os.path.join(REPO, "build", "bench"))
     ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(),
                                                    "spawnpool-build-bench"))
@@ -289,45 +353,38 @@ def main():
     if args.quick and not args.files and args.preset == "medium":
         args.files = 12
     args.rounds = args.rounds or (1 if args.quick else 3)
-    variants = [v for v in args.variants.split(",") if v]
-    unknown = set(variants) - set(VARIANTS)
+    default = "stock,pool" if args.pythons else ",".join(DEFAULT_VARIANTS)
+    args.variant_list = [v for v in (args.variants or default).split(",") if v]
+    unknown = set(args.variant_list) - set(VARIANTS)
     if unknown:
         sys.exit(f"build_bench: unknown variants {sorted(unknown)}; known: {list(VARIANTS)}")
+    return args
 
-    bins = spawn_bench.build_helpers(os.path.join(args.out, "bin"))
-    os.makedirs(args.work, exist_ok=True)
-    notes = []
-    if any(VARIANTS[v]["pool"] for v in variants):
-        ok, output = plugin_works(args, bins, args.work)
+
+def check_plugin(args, bins, variants, pythons, notes):
+    """Drops the pool variants when the plugin fails its check build (under any python)."""
+    if not any(VARIANTS[v]["pool"] for v in variants):
+        return variants
+    for python in pythons:
+        ok, output = plugin_works(args, bins, args.work, python)
         if not ok:
-            print(f"build_bench: scons --process-spawner does not work yet; skipping the pool "
-                  f"variants.\n{output}", file=sys.stderr)
-            notes.append("The --process-spawner variants were skipped: the plugin failed "
-                         "its check build (small preset).")
-            variants = [v for v in variants if not VARIANTS[v]["pool"]]
+            where = f" under {python['path']}" if python else ""
+            print(f"build_bench: scons --process-spawner does not work{where}; skipping the "
+                  f"pool variants.\n{output}", file=sys.stderr)
+            notes.append(f"The --process-spawner variants were skipped: the plugin failed "
+                         f"its check build (small preset){where}.")
+            return [v for v in variants if not VARIANTS[v]["pool"]]
+    return variants
 
-    src_tree = os.path.join(args.work, "tree-src")
-    shutil.rmtree(src_tree, ignore_errors=True)
-    counts = generate_tree(args, src_tree)
-    counts = {"preset": args.preset + (f" --files {args.files}" if args.files else ""),
-              **{k: counts.get(k) for k in ("sources", "libraries", "programs",
-                                             "directories", "scons_commands")}}
-    print(f"build_bench: {counts['preset']} tree, {counts['sources']:,} sources, "
-          f"{counts['scons_commands']:,} SCons commands; variants {', '.join(variants)}; "
-          f"{args.rounds} round(s) (fork2g in {min(args.fork_rounds, args.rounds)}), "
-          f"-j{args.jobs}", file=sys.stderr, flush=True)
 
-    started = time.time()
-    machine = spawn_bench.machine_info()
+def run_plan(args, bins, plan, src_tree, counts):
+    """Runs the builds of `plan` [(round, variant, python)]; their records."""
     runs = []
-    plan = []
-    for rnd in range(args.rounds):
-        in_round = [v for v in variants if v != "fork2g" or rnd < args.fork_rounds]
-        plan += [(rnd, v) for v in spawn_bench.rotated(in_round, rnd)]
-    for i, (rnd, variant) in enumerate(plan, 1):
-        label = f"[{i}/{len(plan)}] round {rnd + 1} {variant}"
+    for i, (rnd, variant, python) in enumerate(plan, 1):
+        name = variant + (f" on {python['label']}" if python else "")
+        label = f"[{i}/{len(plan)}] round {rnd + 1} {name}"
         load = os.getloadavg()[0]
-        r = run_build(variant, args, bins, src_tree, args.work, counts, label)
+        r = run_build(variant, args, bins, src_tree, args.work, counts, label, python)
         r["round"] = rnd
         r["loadavg_before"] = load
         runs.append(r)
@@ -337,10 +394,45 @@ def main():
                   else "")
         print(f"{label}: {r['wall_s']:.1f} s wall, CPU {r['cpu_s']:.1f} s "
               f"(user {r['user_s']:.1f} + sys {r['sys_s']:.1f}){driver}, "
+              f"peak RSS {r['max_rss_kb'] / 1024:.0f} MiB, "
               f"{r['processes_reaped']} processes reaped by the subreaper "
               f"({r['orphans_reaped']} orphans), {status}", file=sys.stderr, flush=True)
         if not r["ok"]:
             print(r.get("error", ""), file=sys.stderr)
+    return runs
+
+
+def main():
+    args = parse_args()
+    bins = spawn_bench.build_helpers(os.path.join(args.out, "bin"))
+    os.makedirs(args.work, exist_ok=True)
+    notes = []
+    pythons = resolve_pythons(args, args.work) if args.pythons else [None]
+    variants = check_plugin(args, bins, args.variant_list, pythons, notes)
+
+    src_tree = os.path.join(args.work, "tree-src")
+    shutil.rmtree(src_tree, ignore_errors=True)
+    counts = generate_tree(args, src_tree)
+    counts = {"preset": args.preset + (f" --files {args.files}" if args.files else ""),
+              **{k: counts.get(k) for k in ("sources", "libraries", "programs",
+                                             "directories", "scons_commands")}}
+    axis = (f" x CPython {', '.join(p['version'] for p in pythons)} (SCons "
+            f"{args.scons_release})" if args.pythons else "")
+    print(f"build_bench: {counts['preset']} tree, {counts['sources']:,} sources, "
+          f"{counts['scons_commands']:,} SCons commands; variants {', '.join(variants)}{axis}; "
+          f"{args.rounds} round(s) (fork2g in {min(args.fork_rounds, args.rounds)}), "
+          f"-j{args.jobs}", file=sys.stderr, flush=True)
+
+    started = time.time()
+    machine = spawn_bench.machine_info()
+    plan = []
+    for rnd in range(args.rounds):
+        in_round = [v for v in variants if v != "fork2g" or rnd < args.fork_rounds]
+        # By interpreter, the variants of one back to back (the ratios pair builds minutes
+        # apart, not a round apart, on a machine whose load changes), both orders rotated.
+        for py in spawn_bench.rotated(pythons, rnd):
+            plan += [(rnd, v, py) for v in spawn_bench.rotated(in_round, rnd)]
+    runs = run_plan(args, bins, plan, src_tree, counts)
     shutil.rmtree(src_tree, ignore_errors=True)
     machine["loadavg_at_end"] = [f"{x:.2f}" for x in os.getloadavg()]
     result = {"machine": machine, "started": started,
@@ -351,8 +443,13 @@ def main():
                                            ("label", "short", "description")})
                            for v in variants],
               "runs": runs, "notes": notes}
+    if args.pythons:
+        result["pythons"] = [{k: p[k] for k in ("label", "path", "version")} for p in pythons]
+        result["scons_release"] = args.scons_release
+        shutil.rmtree(os.path.dirname(os.path.dirname(pythons[0]["scons_py"])),
+                      ignore_errors=True)
     os.makedirs(args.out, exist_ok=True)
-    path = os.path.join(args.out, "build.json")
+    path = os.path.join(args.out, "build_pythons.json" if args.pythons else "build.json")
     with open(path, "w") as f:
         json.dump(result, f, indent=1)
     print(f"build_bench: {len(runs)} builds in {result['duration_s']:.0f} s -> {path}",

@@ -3,10 +3,15 @@
 
 usage: report.py [--results DIR] [--markdown FILE] [--img-dir DIR] [--print]
 
-Reads DIR/spawn.json and DIR/build.json (either may be missing; default DIR: build/bench),
-writes the Markdown report (default: DIR/benchmarks.md) and PNG plots (default:
-DIR/img/), and with --print also prints the tables and target checks to stdout.
-`bench_projects/run_benchmarks` writes docs/benchmarks.md and docs/img/ this way.
+Reads DIR/spawn.json, DIR/build.json and DIR/build_pythons.json (any may be missing;
+default DIR: build/bench), writes the Markdown report (default: DIR/benchmarks.md) and PNG
+plots (default: DIR/img/), and with --print also prints the tables and target checks to
+stdout. `bench_projects/run_benchmarks` writes docs/benchmarks.md and docs/img/ this way.
+With build_pythons.json alone, only the report's interpreter section (report_pythons.py)
+is replaced; the rest of an existing report stays as it is.
+
+Targets get a verdict only from runs with enough rounds to carry one (MIN_ROUNDS, and for
+the spawn benchmark not --quick); a quick run shows the numbers side by side, unjudged.
 
 Plots need Debian's python3-matplotlib; without it the report is written without them.
 """
@@ -19,6 +24,12 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import report_pythons  # noqa: E402  (the build benchmark's interpreter axis)
+
+# Rounds a run needs before its targets are judged: single rounds on this shared machine
+# move by 10-30 %, more than the margins the targets test.
+MIN_ROUNDS = 3
 
 METHOD_LABELS = {
     "floor": "floor (C++ posix_spawn)",
@@ -347,23 +358,11 @@ class BuildSummary:
         return med(ratios)
 
     def paired_ratios(self, variant, base, key):
-        ratios = []
-        for r in self.runs:
-            if r["variant"] != variant or not r.get("ok"):
-                continue
-            b = [x for x in self.runs if x["variant"] == base and x["round"] == r["round"]
-                 and x.get("ok")]
-            if b and b[0][key] > 0:
-                ratios.append(r[key] / b[0][key])
-        return ratios
+        return report_pythons.paired_ratios(self.runs, lambda r: r["variant"] == variant,
+                                            lambda r: r["variant"] == base, key)
 
     def ratio_text(self, variant, base, key):
-        rs = self.paired_ratios(variant, base, key)
-        if not rs:
-            return "–"
-        if len(rs) == 1:
-            return fmt_ratio(rs[0])
-        return f"{fmt_ratio(med(rs))} [{min(rs):.2f}–{max(rs):.2f}]"
+        return report_pythons.spread_text(self.paired_ratios(variant, base, key), fmt_ratio)
 
     def main_table(self):
         header = ["variant", "wall", "whole-tree CPU (user + sys)", "driver's own CPU",
@@ -599,12 +598,45 @@ def load_section(spawn, build):
     return "\n".join(lines)
 
 
-def targets_table(targets):
-    rows = [[what, measured, "met" if ok else "**missed**"] for what, measured, ok in targets]
+def targets_table(targets, judged=True):
+    """targets: (what, measured, met); unjudged runs show the numbers without a verdict."""
+    rows = [[what, measured, ("met" if ok else "**missed**") if judged else "not judged"]
+            for what, measured, ok in targets]
     return table(["target", "measured (median of one run [lowest–highest round])", ""], rows)
 
 
-def render(spawn, build, img_rel, images, command):
+def judged(summary):
+    """Whether a summary's run has the rounds to judge its targets."""
+    if summary is None:
+        return True
+    if isinstance(summary, SpawnSummary):
+        p = summary.params
+        return not p.get("quick") and p.get("rounds", 0) >= MIN_ROUNDS
+    return summary.data.get("rounds", 0) >= MIN_ROUNDS
+
+
+UNJUDGED = ("**Not judged: too few rounds.** This run measured each method or variant in "
+            "one or two short rounds, side by side, on this machine as it is now. That "
+            "shows the order of magnitude (what forking a grown driver costs, that the "
+            "pool stays near the floor), but not whether a target's margin holds: single "
+            "rounds on this shared machine move by 10–30 %, more than the margins. The "
+            "verdicts come from the full run (`bench_projects/run_benchmarks`: 5 spawn "
+            "rounds, 3 build rounds of the 4,160-source tree), in docs/benchmarks.md.")
+
+
+def targets_block(groups):
+    """The targets of each (summary, targets) group, one table per verdict state."""
+    judged_rows = [t for s, ts in groups if judged(s) for t in ts]
+    unjudged_rows = [t for s, ts in groups if not judged(s) for t in ts]
+    out = []
+    if judged_rows:
+        out += [targets_table(judged_rows), ""]
+    if unjudged_rows:
+        out += [UNJUDGED, "", targets_table(unjudged_rows, judged=False), ""]
+    return out
+
+
+def render(spawn, build, img_rel, images, command, pythons=None):
     out = ["# Benchmarks", ""]
     out.append("Generated by `bench_projects/report.py` from the results of "
                "`bench_projects/run_benchmarks`; the prose around the tables is in "
@@ -630,13 +662,9 @@ def render(spawn, build, img_rel, images, command):
                 f", source at commit {machine['commit']}"
                 + (" plus uncommitted changes" if machine.get("uncommitted_changes") else "")
                 if machine.get("commit") else "") + ".", ""]
-    all_targets = []
-    if spawn:
-        all_targets += spawn.targets()
-    if build:
-        all_targets += build.targets()
-    if all_targets:
-        out += ["## Targets", "", targets_table(all_targets), ""]
+    groups = [(x, x.targets()) for x in (spawn, build, pythons) if x]
+    if any(ts for _, ts in groups):
+        out += ["## Targets", ""] + targets_block(groups)
         if (spawn and spawn.data.get("notes")) or (build and build.data.get("notes")):
             out += ["Several margins are thinner than this one run shows: the rounds' spread "
                     "reaches a threshold in places, and the notes under the throughput and "
@@ -777,7 +805,15 @@ def render(spawn, build, img_rel, images, command):
             out += [f"![build time per variant]({img_rel}/build_times.png)", ""]
         if d.get("notes"):
             out += ["Notes:", ""] + [f"- {n}" for n in d["notes"]] + [""]
-    return "\n".join(out).rstrip() + "\n"
+    text = "\n".join(out).rstrip() + "\n"
+    if pythons:
+        text = report_pythons.update(text, python_section(pythons))
+    return text
+
+
+def python_section(pythons):
+    return report_pythons.render_section(
+        pythons, lambda targets: "\n".join(targets_block([(pythons, targets)])).rstrip())
 
 
 def main():
@@ -798,11 +834,15 @@ def main():
             return json.load(f)
 
     spawn_data, build_data = load("spawn.json"), load("build.json")
-    if not spawn_data and not build_data:
-        sys.exit(f"report: no spawn.json or build.json in {args.results}")
+    pythons_data = load("build_pythons.json")
+    if not spawn_data and not build_data and not pythons_data:
+        sys.exit(f"report: no spawn.json, build.json or build_pythons.json in {args.results}")
     spawn = SpawnSummary(spawn_data) if spawn_data else None
     build = BuildSummary(build_data) if build_data else None
+    pythons = report_pythons.PythonsSummary(pythons_data) if pythons_data else None
     markdown = args.markdown or os.path.join(args.results, "benchmarks.md")
+    if not spawn and not build:
+        return update_python_section(markdown, pythons, args.print)
     img_dir = args.img_dir or os.path.join(os.path.dirname(os.path.abspath(markdown)), "img")
     os.makedirs(img_dir, exist_ok=True)
 
@@ -821,11 +861,11 @@ def main():
         print("report: matplotlib missing (apt install python3-matplotlib); no plots",
               file=sys.stderr)
     img_rel = os.path.relpath(img_dir, os.path.dirname(os.path.abspath(markdown)))
-    text = render(spawn, build, img_rel, images, args.command)
+    text = render(spawn, build, img_rel, images, args.command, pythons)
     with open(markdown, "w") as f:
         f.write(text)
     if args.print:
-        targets = (spawn.targets() if spawn else []) + (build.targets() if build else [])
+        groups = [(x, x.targets()) for x in (spawn, build, pythons) if x]
         if spawn:
             for nofile in spawn.nofiles:
                 print(f"\nPer command, one thread, RLIMIT_NOFILE {nofile:,}:\n")
@@ -842,9 +882,35 @@ def main():
         if build:
             print("\nBuild:\n")
             print(build.main_table())
+        if pythons:
+            print_pythons(pythons)
         print("\nTargets:\n")
-        print(targets_table(targets))
+        print("\n".join(targets_block(groups)))
     print(f"report: wrote {markdown} and {len(images)} plot(s) in {img_dir}", file=sys.stderr)
+    return 0
+
+
+def print_pythons(pythons):
+    print("\nBuild, by CPython:\n")
+    print(pythons.main_table())
+    if pythons.interpreter_table():
+        print()
+        print(pythons.interpreter_table())
+    print()
+    for finding in pythons.findings():
+        print("- " + finding)
+
+
+def update_python_section(markdown, pythons, show):
+    """Only build_pythons.json: replace (or add) that section of an existing report."""
+    text = open(markdown).read() if os.path.exists(markdown) else "# Benchmarks\n"
+    with open(markdown, "w") as f:
+        f.write(report_pythons.update(text, python_section(pythons)))
+    if show:
+        print_pythons(pythons)
+        print("\nTargets:\n")
+        print("\n".join(targets_block([(pythons, pythons.targets())])))
+    print(f"report: updated the CPython section of {markdown}", file=sys.stderr)
     return 0
 
 
