@@ -25,6 +25,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
+import marked_section  # noqa: E402
+import memory_report  # noqa: E402  (its section is kept: memory_report.py writes it)
 import report_pythons  # noqa: E402  (the build benchmark's interpreter axis)
 
 # Rounds a run needs before its targets are judged: single rounds on this shared machine
@@ -861,7 +863,8 @@ def main():
         print("report: matplotlib missing (apt install python3-matplotlib); no plots",
               file=sys.stderr)
     img_rel = os.path.relpath(img_dir, os.path.dirname(os.path.abspath(markdown)))
-    text = render(spawn, build, img_rel, images, args.command, pythons)
+    text = keep_other_sections(markdown, render(spawn, build, img_rel, images, args.command,
+                                                pythons), pythons is None)
     with open(markdown, "w") as f:
         f.write(text)
     if args.print:
@@ -888,6 +891,24 @@ def main():
         print("\n".join(targets_block(groups)))
     print(f"report: wrote {markdown} and {len(images)} plot(s) in {img_dir}", file=sys.stderr)
     return 0
+
+
+def keep_other_sections(markdown, text, keep_pythons):
+    """text with the sections of the old report that this run has no results for: the
+    memory benchmark's (memory_report.py writes it), and the CPython one without
+    build_pythons.json."""
+    if not os.path.exists(markdown):
+        return text
+    with open(markdown) as f:
+        old = f.read()
+    kept = [(memory_report.BEGIN, memory_report.END)]
+    if keep_pythons:
+        kept.append((report_pythons.BEGIN, report_pythons.END))
+    for begin, end in kept:
+        section = marked_section.find(old, begin, end)
+        if section:
+            text = marked_section.replace(text, begin, end, section)
+    return text
 
 
 def print_pythons(pythons):
