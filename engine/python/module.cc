@@ -12,9 +12,11 @@
 
 #include <unistd.h>
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "spawnpool/pool.h"
@@ -176,13 +178,12 @@ py::object to_python(const spawnpool::Result& r, spawnpool::OutputMode output) {
   set_field(d, g_names.wall_time, PyFloat_FromDouble(r.wall_time));
   set_field(d, g_names.max_rss_kb, PyLong_FromLong(r.max_rss_kb));
   set_field(d, g_names.slot, PyLong_FromLong(r.slot));
-  set_field(d, g_names.submitted_ns, PyLong_FromLongLong(r.submitted_ns));
-  set_field(d, g_names.dispatched_ns, PyLong_FromLongLong(r.dispatched_ns));
-  set_field(d, g_names.received_ns, PyLong_FromLongLong(r.received_ns));
-  set_field(d, g_names.launch_ns, PyLong_FromLongLong(r.launch_ns));
-  set_field(d, g_names.started_ns, PyLong_FromLongLong(r.started_ns));
-  set_field(d, g_names.exited_ns, PyLong_FromLongLong(r.exited_ns));
-  set_field(d, g_names.completed_ns, PyLong_FromLongLong(r.completed_ns));
+  const std::pair<PyObject*, std::int64_t> timestamps[] = {
+      {g_names.submitted_ns, r.submitted_ns}, {g_names.dispatched_ns, r.dispatched_ns},
+      {g_names.received_ns, r.received_ns},   {g_names.launch_ns, r.launch_ns},
+      {g_names.started_ns, r.started_ns},     {g_names.exited_ns, r.exited_ns},
+      {g_names.completed_ns, r.completed_ns}};
+  for (const auto& [name, ns] : timestamps) set_field(d, name, PyLong_FromLongLong(ns));
   set_memory_fields(d, r);
   if (!g_result_type) throw py::type_error("spawnpool._spawnpool is used without the package");
   PyObject* result = PyObject_Call(g_result_type, g_empty_tuple, d);
