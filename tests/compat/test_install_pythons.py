@@ -52,7 +52,8 @@ def need_release(release):
 
 POOL_CHECK = r'''
 import sys, spawnpool
-suffix = spawnpool._spawnpool.__file__.rsplit('_spawnpool', 1)[1]
+from spawnpool import _spawnpool
+suffix = _spawnpool.__file__.rsplit('_spawnpool', 1)[1]
 with spawnpool.Pool(slots=2) as pool:
     ok = pool.run(['sh', '-c', 'echo "$0"; echo err >&2; exit 3', 'from the pool'],
                   capture=True)
