@@ -7,8 +7,10 @@
 
 `TestCgroup` makes ``<this process's memory cgroup>/cgtest-py-<pid>-<random>`` (cgroup v1
 or v2), and on exit SIGKILLs what runs in it or below it and removes it bottom-up.
-`pool_cgroups()` lists the spawnpool-* cgroups under this process's memory cgroup (for
-leak checks: pools name theirs spawnpool-<driver pid>-<random>).  Single-threaded use;
+`pool_cgroups()` lists the spawnpool-* cgroups under this process's memory cgroup;
+`leaked_pool_cgroups()` those of them whose driver is gone (pools name theirs
+spawnpool-<driver pid>-<random>), the leak check: another pool running at the same time
+(a parallel test session's) owns a cgroup of a live driver.  Single-threaded use;
 standard library only.
 """
 
@@ -17,7 +19,8 @@ import secrets
 import signal
 import time
 
-__all__ = ['TestCgroup', 'memory_cgroup_dir', 'pool_cgroups', 'unavailable_reason']
+__all__ = ['TestCgroup', 'leaked_pool_cgroups', 'memory_cgroup_dir', 'pool_cgroups',
+           'unavailable_reason']
 
 
 def _mounts():
@@ -67,6 +70,31 @@ def pool_cgroups():
         return {n for n in os.listdir(path) if n.startswith('spawnpool-')} if path else set()
     except OSError:
         return set()
+
+
+def _driver_alive(name):
+    try:
+        pid = int(name.split('-')[1])
+    except (IndexError, ValueError):
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
+def leaked_pool_cgroups(grace_s=5.0):
+    """The spawnpool-* cgroups whose driver process is gone and that are still there after
+    `grace_s` (the spawners of a killed driver remove them, which takes a moment)."""
+    deadline = time.monotonic() + grace_s
+    while True:
+        leaked = {n for n in pool_cgroups() if not _driver_alive(n)}
+        if not leaked or time.monotonic() >= deadline:
+            return leaked
+        time.sleep(0.1)
 
 
 class TestCgroup:
