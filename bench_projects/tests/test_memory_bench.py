@@ -228,7 +228,9 @@ def test_report_pairs_ratios_per_round_and_judges_targets():
     assert verdicts.count("met") == 4
     assert verdicts.count("**missed**") == 2  # cold: one failure, 1.3x
     text = memory_report.section(result)
-    assert text.startswith("## Memory benchmark") and "| 3 (reference) |" in text
+    # Between its markers, so that memory_report.py --markdown can replace it in place.
+    assert text.startswith(memory_report.BEGIN + "\n## Memory benchmark")
+    assert text.endswith(memory_report.END + "\n") and "| 3 (reference) |" in text
 
 
 def test_report_falls_back_to_a_lower_reference_when_the_paired_one_failed():
