@@ -25,6 +25,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
+import compare_spawn  # noqa: E402  (its before/after tables are kept)
 import marked_section  # noqa: E402
 import memory_report  # noqa: E402  (its section is kept: memory_report.py writes it)
 import report_pythons  # noqa: E402  (the build benchmark's interpreter axis)
@@ -895,13 +896,13 @@ def main():
 
 def keep_other_sections(markdown, text, keep_pythons):
     """text with the sections of the old report that this run has no results for: the
-    memory benchmark's (memory_report.py writes it), and the CPython one without
-    build_pythons.json."""
+    memory benchmark's (memory_report.py writes it), the before/after tables
+    (compare_spawn.py), and the CPython one without build_pythons.json."""
     if not os.path.exists(markdown):
         return text
     with open(markdown) as f:
         old = f.read()
-    kept = [(memory_report.BEGIN, memory_report.END)]
+    kept = [(memory_report.BEGIN, memory_report.END), (compare_spawn.BEGIN, compare_spawn.END)]
     if keep_pythons:
         kept.append((report_pythons.BEGIN, report_pythons.END))
     for begin, end in kept:

@@ -29,3 +29,26 @@ def test_full_report_keeps_the_memory_section(tmp_path):
                                       keep_pythons=True)
     assert "new" in text and "old" not in text
     assert text.endswith(memory)
+
+
+def test_compare_spawn_replaces_its_table_of_the_same_title(tmp_path):
+    import json
+    import compare_spawn
+    runs = {}
+    for name, pool_us in (("before", 110.0), ("after", 100.0)):
+        records = [{"method": m, "kind": "single", "rss_gib": 0.0, "nofile": 1024,
+                    "threads": 1, "round": 0, "rep": 0, "count": 100, "elapsed_s": 1.0,
+                    "driver_cpu_s": 0.005, "ratio_median": us / 100.0}
+                   for m, us in (("floor", 100.0), ("pool", pool_us))]
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps({"machine": {"loadavg_at_start": ["1"], "loadavg_at_end": ["2"]},
+                                    "params": {"rounds": 1, "reps": 1, "rss_gib": [0.0],
+                                               "threads": [1]}, "records": records}))
+        runs[name] = [str(path)]
+    markdown = tmp_path / "benchmarks.md"
+    markdown.write_text("# Benchmarks\n")
+    for title in ("A", "B", "A"):
+        compare_spawn.update(str(markdown), title, runs["before"], runs["after"])
+    text = markdown.read_text()
+    assert text.count("### A\n") == 1 and text.count("### B\n") == 1
+    assert "| single, RSS 0 GiB, NOFILE 1024, 1 thread | 1.10x | 1.00x | 50 µs | 50 µs | 1.00x |" in text
