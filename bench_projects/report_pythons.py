@@ -136,7 +136,8 @@ class PythonsSummary:
         out = []
         old, new = self.labels[0], self.labels[-1]
         so, po = self.cell("stock", old), self.cell("pool", old)
-        sn, pn = self.cell("stock", new), self.cell("pool", new)
+        # One interpreter measured (the demo's 3.8 alone): nothing to compare it with.
+        sn, pn = (self.cell("stock", new), self.cell("pool", new)) if new != old else (None, None)
         if so and po:
             out.append(
                 f"**CPython {old}**: --process-spawner is "
