@@ -97,10 +97,10 @@ def runs_text(paths):
 def update(markdown, title, before, after):
     with open(markdown) as f:
         text = f.read()
-    old = marked_section.find(text, BEGIN, END) or f"{BEGIN}\n{HEADING}\n{END}\n"
-    body = old[len(BEGIN) + 1:-(len(END) + 2)]
-    parts = [p.strip() for p in body.split("\n### ") if p.strip()
-             and not p.startswith(HEADING) and not p.startswith(title + "\n")]
+    old = marked_section.find(text, BEGIN, END) or ""
+    body = old.removeprefix(BEGIN).removesuffix(END + "\n")
+    # The tables kept: every "### title" part but the heading and the one being replaced.
+    parts = [p.strip() for p in body.split("\n### ")[1:] if not p.startswith(title + "\n")]
     before_runs, params = runs_text(before)
     after_runs, _ = runs_text(after)
     parts.append(f"{title}\n\nRuns alternated, before then after, {len(before)} of each "
