@@ -15,10 +15,10 @@
 #include <cstdio>
 #include <string>
 
-#include "worker_pool/cgroup_config.h"
-#include "worker_pool/cgroup_join.h"
-#include "worker_pool/cgroup_slot.h"
-#include "worker_pool/cgroup_sweep.h"
+#include "worker_pool/cgroup/cgroup_config.h"
+#include "worker_pool/cgroup/cgroup_join.h"
+#include "worker_pool/cgroup/cgroup_slot.h"
+#include "worker_pool/cgroup/cgroup_sweep.h"
 
 namespace {
 

@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/src/segment.h"
-#include "engine/src/spawner_process.h"
+#include "engine/src/spawners/segment.h"
+#include "engine/src/spawners/spawner_process.h"
 #include "spawnpool/pool.h"
 #include "worker_pool/protocol/futex.h"
 #include "worker_pool/protocol/request_codec.h"

@@ -1,5 +1,5 @@
 // The evaluation of Boost.Process v2 (Boost 1.81, header-only) for starting spawners
-// (issue 13), against the engine's posix_spawn (engine/src/spawner_process.cc). Not a
+// (issue 13), against the engine's posix_spawn (engine/src/spawners/spawner_process.cc). Not a
 // ctest test: built with -DSPAWNPOOL_BOOST_PROCESS_EVAL=ON, run by hand:
 //
 //   spawner_launch_eval SPAWNER CHILD_STATE [REPEATS]
@@ -42,8 +42,8 @@ using boost::decay;
 #include <string>
 #include <vector>
 
-#include "engine/src/segment.h"
-#include "engine/src/spawner_process.h"
+#include "engine/src/spawners/segment.h"
+#include "engine/src/spawners/spawner_process.h"
 #include "worker_pool/protocol/futex.h"
 #include "worker_pool/protocol/protocol.h"
 
@@ -113,7 +113,7 @@ struct BindFd {
   }
 };
 
-// The socketpair and descriptor placement of engine/src/spawner_process.cc.
+// The socketpair and descriptor placement of engine/src/spawners/spawner_process.cc.
 struct Lifeline {
   int driver_end = -1;
   int child_end = -1;

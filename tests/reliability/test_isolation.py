@@ -5,7 +5,7 @@ What is checked, and how:
   spawner's /proc/<pid>/maps show the mapping as "(deleted)", no spawner keeps a
   descriptor to it, and the driver's own descriptor is close-on-exec;
 - the name has the documented form, spawnpool-<32 hex digits> (128 bits from
-  getrandom(2), see engine/src/segment.cc; a test can only check the form and that
+  getrandom(2), see engine/src/spawners/segment.cc; a test can only check the form and that
   names differ, not the randomness itself);
 - the start window, between creation and unlink: strace(1) shows the object created
   with O_CREAT|O_EXCL and mode 0600 (plus an fchmod to 0600 against the umask), and

@@ -1,0 +1,156 @@
+#include "engine/src/history/history_store.h"
+
+#include <time.h>
+
+namespace spawnpool::detail {
+
+HistoryStore::HistoryStore(const std::string& path, HistoryStoreOptions options,
+                           HistoryWarning warn)
+    : warn_(std::move(warn)), options_(options) {
+  HistoryOpenResult opened = HistoryDatabase::open(path, options_.database);
+  open_status_ = opened.status;
+  snapshot_ = std::move(opened.snapshot);
+  switch (opened.status) {
+    case HistoryStatus::kOk:
+      break;
+    case HistoryStatus::kReadOnly:
+      warn_once(opened.problem + (snapshot_.empty()
+                                      ? "; running without memory history"
+                                      : "; using what it holds, recording nothing new"));
+      break;
+    case HistoryStatus::kBusy:
+      warn_once(opened.problem + "; running without memory history");
+      break;
+    case HistoryStatus::kUnusable:
+      warn_once(opened.problem + "; running without memory history");
+      break;
+  }
+  if (opened.database) {
+    database_ = std::move(opened.database);
+    writing_ = true;
+    writer_ = std::thread([this] { writer_loop(); });
+  }
+}
+
+HistoryStore::~HistoryStore() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  wake_writer_.notify_one();
+  if (writer_.joinable()) writer_.join();
+}
+
+HistorySnapshot HistoryStore::take_snapshot() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return std::move(snapshot_);
+}
+
+void HistoryStore::record(const CommandKey& key, std::int64_t peak_bytes,
+                          std::int64_t duration_ns) {
+  if (peak_bytes <= 0) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!writing_) return;
+  if (pending_.size() >= options_.max_pending) {
+    // The store has been locked for long: keep the newer half (amortized O(1)).
+    const std::size_t dropped = pending_.size() / 2 + 1;
+    pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(dropped));
+    settled_ += dropped;
+  }
+  pending_.push_back({key.exact, key.fallback, peak_bytes, duration_ns, 0});
+  ++recorded_;
+  if (pending_.size() == 1 || pending_.size() == options_.flush_batch) wake_writer_.notify_one();
+}
+
+bool HistoryStore::flush() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!writing_) return false;
+  const std::uint64_t target = recorded_;
+  const std::uint64_t round = rounds_;
+  flush_requested_ = true;
+  wake_writer_.notify_one();
+  // The round under way may have taken its batch before the last record: the one after
+  // it has everything.
+  round_done_.wait(lock, [&] { return settled_ >= target || !writing_ || rounds_ >= round + 2; });
+  return writing_ && settled_ >= target;
+}
+
+bool HistoryStore::recording() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return writing_;
+}
+
+void HistoryStore::warn_once(const std::string& message) {
+  std::call_once(warned_, [&] {
+    if (warn_) warn_(message);
+  });
+}
+
+// First SQLite's structure check (it reads the whole file, so here rather than on the
+// pool's start path). Then each round: sleep until a record arrives, gather for up to
+// flush_interval (or until flush_batch are pending, a flush() or the end), write the
+// batch in one transaction outside the lock, and settle it: written, put back (locked:
+// retried next round), or given up for good (the one warning; recording stops).
+void HistoryStore::writer_loop() {
+  std::string problem;
+  const HistoryStatus checked = database_->check(problem);
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (checked != HistoryStatus::kOk && checked != HistoryStatus::kBusy)
+    return give_up(lock, problem + "; recording no memory history");
+  std::vector<HistoryRecord> batch;
+  for (;;) {
+    wake_writer_.wait(lock, [&] { return stop_ || flush_requested_ || !pending_.empty(); });
+    wake_writer_.wait_for(lock, options_.flush_interval, [&] {
+      return stop_ || flush_requested_ || pending_.size() >= options_.flush_batch;
+    });
+    const bool stopping = stop_;
+    flush_requested_ = false;
+    batch.swap(pending_);
+    lock.unlock();
+
+    HistoryStatus status = HistoryStatus::kOk;
+    if (!batch.empty()) {
+      timespec now{};
+      clock_gettime(CLOCK_REALTIME, &now);  // wall time: shared by processes and builds
+      const std::int64_t now_ms = std::int64_t(now.tv_sec) * 1000 + now.tv_nsec / 1000000;
+      for (HistoryRecord& record : batch) record.used_at_ms = now_ms;
+      status = database_->write(batch, problem);
+    }
+
+    lock.lock();
+    if (status == HistoryStatus::kOk) {
+      settled_ += batch.size();
+      batch.clear();
+    } else if (status == HistoryStatus::kBusy && !stopping) {
+      batch.insert(batch.end(), pending_.begin(), pending_.end());  // oldest first again
+      pending_.swap(batch);
+      batch.clear();
+    } else {
+      pending_.insert(pending_.begin(), batch.begin(), batch.end());
+      return give_up(lock, problem + "; " + std::to_string(pending_.size()) +
+                               " measurements not saved, recording no more memory history");
+    }
+    ++rounds_;
+    round_done_.notify_all();
+    if (stopping) {
+      lock.unlock();
+      database_.reset();  // closing checkpoints the WAL: not under the lock
+      return;
+    }
+  }
+}
+
+// On the writer thread, with `lock` held: drops what is pending, stops recording, and
+// warns (outside the lock).
+void HistoryStore::give_up(std::unique_lock<std::mutex>& lock, const std::string& warning) {
+  settled_ += pending_.size();
+  pending_.clear();
+  writing_ = false;
+  ++rounds_;
+  round_done_.notify_all();
+  lock.unlock();
+  database_.reset();
+  warn_once(warning);
+}
+
+}  // namespace spawnpool::detail

@@ -1,0 +1,97 @@
+// The SQLite side of the memory history: opening (WAL, schema version), reading every
+// row into a HistorySnapshot, and writing a batch of records in one transaction, pruned
+// to a row bound. One object is one connection: not thread-safe, used by one thread at a
+// time (HistoryStore opens it on the pool's thread and then hands it to its writer).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/src/history/history_store_snapshot.h"
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace spawnpool::detail {
+
+/// One measured run, as it is written.
+struct HistoryRecord {
+  std::uint64_t exact_key = 0;
+  std::uint64_t fallback_key = 0;  ///< 0: the command has none
+  std::int64_t peak_bytes = 0;     ///< > 0
+  std::int64_t duration_ns = 0;
+  std::int64_t used_at_ms = 0;     ///< Unix time in milliseconds; rows are pruned oldest first
+};
+
+/// How opening or writing ended.
+enum class HistoryStatus {
+  kOk,
+  kBusy,      ///< another connection held the lock beyond the busy timeout: retry later
+  kReadOnly,  ///< the file or its directory cannot be written (what could be read was)
+  kUnusable,  ///< corrupt, not a spawnpool history, a newer schema, or an I/O error
+};
+
+struct HistoryDatabaseOptions {
+  /// Rows kept; beyond it the least recently used go. A row is about 60 bytes on disk
+  /// and 100 in memory; reading 100,000 at pool start takes tens of milliseconds.
+  std::size_t max_rows = 100000;
+  /// How long a statement waits for another connection's lock (SQLite's busy handler).
+  int busy_timeout_ms = 2000;
+};
+
+class HistoryDatabase;
+
+/// What opening found.
+struct HistoryOpenResult {
+  std::unique_ptr<HistoryDatabase> database;  ///< set only when the store can be written
+  HistorySnapshot snapshot;  ///< every row read (empty unless status is kOk or kReadOnly)
+  HistoryStatus status = HistoryStatus::kOk;
+  std::string problem;       ///< one sentence naming the file, when status is not kOk
+};
+
+class HistoryDatabase {
+ public:
+  /// The schema this code reads and writes, kept in `PRAGMA user_version`; the file is
+  /// marked as ours by `PRAGMA application_id` (kApplicationId).
+  static constexpr int kSchemaVersion = 1;
+  static constexpr std::int32_t kApplicationId = 0x53504d48;  // "SPMH"
+
+  /// Opens the store at `path` (creating it and missing parent directories), switches it
+  /// to WAL, checks or creates the schema, and reads every row. Never throws: a problem
+  /// is a status and a sentence. A file that is not ours, or of a newer schema, is left
+  /// untouched. An unwritable file is still read where SQLite can (kReadOnly).
+  static HistoryOpenResult open(const std::string& path, const HistoryDatabaseOptions& options);
+
+  ~HistoryDatabase();
+  HistoryDatabase(const HistoryDatabase&) = delete;
+  HistoryDatabase& operator=(const HistoryDatabase&) = delete;
+
+  /// SQLite's structure check (`PRAGMA quick_check`: b-trees, free list, not index
+  /// contents). It reads the whole file, so HistoryStore runs it on its writer thread
+  /// rather than at open. kUnusable with a sentence when the file is damaged.
+  HistoryStatus check(std::string& problem);
+
+  /// Writes `batch` in one transaction (`BEGIN IMMEDIATE`, so a busy lock shows at the
+  /// start rather than as a failed commit), then prunes to max_rows. A command recorded
+  /// again keeps the larger of its new peak and 3/4 of its old one: a one-off spike fades
+  /// over a few builds, a growing command is followed at once. On kBusy nothing was
+  /// written and the same batch may be retried.
+  HistoryStatus write(const std::vector<HistoryRecord>& batch, std::string& problem);
+
+  const std::string& path() const { return path_; }
+
+ private:
+  HistoryDatabase(sqlite3* db, std::string path, const HistoryDatabaseOptions& options);
+  HistoryStatus fail(int code, const char* doing, std::string& problem);
+  bool prune(std::string& problem, HistoryStatus& status);
+
+  sqlite3* db_;
+  std::string path_;
+  HistoryDatabaseOptions options_;
+  sqlite3_stmt* upsert_ = nullptr;  // prepared on first write
+};
+
+}  // namespace spawnpool::detail

@@ -1,0 +1,287 @@
+#include "engine/src/pool/pool_core.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <system_error>
+
+#include "engine/src/pool/command_fields.h"
+#include "engine/src/history/history_store_key.h"
+#include "engine/src/scheduler/fifo_policy.h"
+#include "worker_pool/protocol/monotonic_clock.h"
+
+namespace spawnpool::detail {
+namespace {
+
+constexpr std::uint64_t kRequestSlack = PATH_MAX + 4096;  // room for the cwd and counts
+
+std::uint64_t exec_arg_max() {
+  const long arg_max = sysconf(_SC_ARG_MAX);  // follows RLIMIT_STACK / 4
+  if (arg_max <= 0) throw std::system_error(EINVAL, std::generic_category(), "sysconf(ARG_MAX)");
+  return static_cast<std::uint64_t>(arg_max);
+}
+
+// An errno for OSError-style callers of the engine's own stages (Result::error_number).
+int error_number_for(FailureStage stage) {
+  return stage == FailureStage::kPoolClosed ? ESHUTDOWN : ECHILD;
+}
+
+Result failure(FailureStage stage, int error_number, std::string message) {
+  Result r;
+  r.failure = stage;
+  r.error_number = error_number;
+  r.error_message = std::move(message);
+  return r;
+}
+
+std::string launch_failure_message(FailureStage stage, int error_number,
+                                   const JobState& job) {
+  const std::string reason = std::strerror(error_number);
+  if (stage == FailureStage::kChdir)
+    return "cannot enter working directory '" + job.cwd + "' for '" + job.program + "': " +
+           reason;
+  return "cannot execute '" + job.program + "': " + reason;
+}
+
+// A complete reply: the command's outcome, or the stage its launch failed at.
+void take_reply(const protocol::ReplyHeader& h, const JobState& job, Result& r) {
+  const auto stage = static_cast<FailureStage>(h.failure_stage);
+  if (stage != FailureStage::kNone) {
+    r = failure(stage, h.error_number, launch_failure_message(stage, h.error_number, job));
+  } else {
+    r.returncode = WIFSIGNALED(h.wait_status) ? -WTERMSIG(h.wait_status)
+                                              : WEXITSTATUS(h.wait_status);
+    r.user_time = static_cast<double>(h.user_usec) / 1e6;
+    r.system_time = static_cast<double>(h.system_usec) / 1e6;
+    r.max_rss_kb = static_cast<long>(h.max_rss_kb);
+    r.wall_time = static_cast<double>(h.exited_ns - h.started_ns) / 1e9;
+    r.started_ns = h.started_ns;
+    r.exited_ns = h.exited_ns;
+    r.peak_memory_bytes = h.peak_memory_bytes > 0 ? h.peak_memory_bytes : 0;
+    r.memory_source = (h.flags & protocol::kMemoryFromCgroup) ? MemorySource::kCgroup
+                                                               : MemorySource::kRusage;
+    r.oom_killed = (h.flags & protocol::kOomKilled) != 0;
+  }
+  r.received_ns = h.received_ns;
+  r.launch_ns = h.launch_ns;
+}
+
+std::vector<std::unique_ptr<SlotChannel>> channels_for(const Segment& segment) {
+  const protocol::SegmentHeader& header = segment.header();
+  std::vector<std::unique_ptr<SlotChannel>> channels;
+  for (std::uint32_t i = 0; i < header.slot_count; ++i)
+    channels.push_back(std::make_unique<SlotChannel>(segment.slot(i), header.request_capacity,
+                                                     header.output_capacity));
+  return channels;
+}
+
+std::unique_ptr<PoolMemory> memory_for(const PoolOptions& options) {
+  if (!options.memory_budget.enabled()) return nullptr;
+  return std::make_unique<PoolMemory>(options, static_cast<std::uint32_t>(options.slots));
+}
+
+std::vector<std::string> spawner_arguments(const PoolMemory* memory, std::size_t slots) {
+  std::vector<std::string> arguments;
+  if (memory && memory->cgroups())
+    for (std::uint32_t i = 0; i < slots; ++i) arguments.push_back(memory->spawner_argument(i));
+  return arguments;
+}
+
+std::unique_ptr<SchedulingPolicy> policy_for(PoolMemory* memory) {
+  if (memory) return memory->take_policy();
+  return std::make_unique<FifoPolicy>();
+}
+
+}  // namespace
+
+PoolCore::PoolCore(const PoolOptions& options)
+    : options_(options),
+      arg_max_(exec_arg_max()),
+      segment_(static_cast<std::uint32_t>(options.slots), arg_max_ + kRequestSlack,
+               options.output_chunk_bytes),
+      memory_(memory_for(options)),
+      channels_(channels_for(segment_)),
+      supervisor_(options.spawner_path, options.start_timeout, segment_, channels_,
+                  spawner_arguments(memory_.get(), options.slots),
+                  memory_ ? memory_->cgroups() : nullptr),
+      scheduler_(options.slots, policy_for(memory_.get())) {
+  supervisor_.start();
+}
+
+PoolCore::~PoolCore() { close(); }
+
+std::unique_ptr<JobState> PoolCore::submit(const Command& command, bool blocking) {
+  auto job = std::make_unique<JobState>();
+  job->scheduling.submitted_ns = monotonic_ns();
+  if (memory_) job->cancel_alls_at_submit = cancel_alls_.load(std::memory_order_relaxed);
+  job->output = command.output;
+  job->cwd = working_directory(command.cwd);
+  if (scheduler_.wants_keys()) job->scheduling.key = make_command_key(command.argv, job->cwd);
+  const Scheduler::Dispatch dispatch =
+      blocking ? scheduler_.acquire(job->scheduling) : scheduler_.try_acquire(job->scheduling);
+  if (dispatch.closed) {
+    job->result = failure(FailureStage::kPoolClosed, ESHUTDOWN, "the pool is closed");
+    return job;
+  }
+  if (dispatch.slot < 0) return nullptr;
+  job->slot = dispatch.slot;
+  SpawnerLoss loss;
+  if (!supervisor_.ensure_alive(job->slot, loss)) {
+    finish_unsent(*job, failure(loss.stage, error_number_for(loss.stage), loss.description));
+    return job;
+  }
+  const std::vector<std::string> inherited_env =
+      command.env ? std::vector<std::string>{} : current_environment();
+  const RequestFields fields{&command.argv, command.env ? &*command.env : &inherited_env,
+                             &job->cwd, request_flags(command.output), 0};
+  SlotChannel& channel = *channels_[job->slot];
+  const EncodeError refused = channel.write_request(fields, arg_max_, job->request_number);
+  if (refused.error_number) {
+    finish_unsent(*job, failure(FailureStage::kRequest, refused.error_number, refused.message));
+    return job;
+  }
+  job->program = command.argv[0];
+  hand_over(*job);
+  return job;
+}
+
+// The request is in the slot: the spawner gets it. Also for an OOM retry's second run.
+void PoolCore::hand_over(JobState& job) {
+  if (memory_) job.measured_in_use_bytes = memory_->usage_bytes();
+  // The request half of the same-CPU hand-off (worker_pool/protocol/cpu_affinity.h).
+  job.spawner_pinned = options_.same_cpu_handoff && supervisor_.pin_to_current_cpu(job.slot);
+  channels_[job.slot]->hand_request_over(job.spawner_pinned);
+}
+
+// A job that got a slot but never reached its spawner gives the slot back at once.
+void PoolCore::finish_unsent(JobState& job, Result result) {
+  scheduler_.release(job.slot, job.scheduling, result);
+  job.slot = -1;
+  job.result = std::move(result);
+}
+
+Result PoolCore::wait(JobState& job, const WaitTick& tick, std::chrono::milliseconds tick_period) {
+  if (job.slot < 0) return std::move(job.result);
+  Result r = collect(job, tick, tick_period);
+  // The cgroup says the OOM killer struck, whatever the exit status (a compiler driver
+  // reports a killed cc1plus as an error exit). Once only: a second kill is the result.
+  if (r.oom_killed && memory_) r = run_again_alone(job, std::move(r), tick, tick_period);
+  if (job.slot >= 0) scheduler_.release(job.slot, job.scheduling, r);
+  job.slot = -1;
+  if (memory_) {
+    memory_->record(job.scheduling, r);
+    add_memory_fields(job, r);
+  }
+  return r;
+}
+
+// Issue 12's recovery: the command runs again on its own slot once nothing else runs,
+// and nothing else starts until it ends; its prediction is at least the peak it was
+// killed at (the policy also learns that peak now; the history gets the run that ends
+// it). Its first run's captured output is dropped (passthrough output was shown).
+Result PoolCore::run_again_alone(JobState& job, Result killed, const WaitTick& tick,
+                                 std::chrono::milliseconds tick_period) {
+  // An interrupted build (cancel_all) runs nothing again; the killed run stands.
+  const auto interrupted = [&] {
+    return cancel_alls_.load(std::memory_order_relaxed) != job.cancel_alls_at_submit;
+  };
+  if (interrupted()) return killed;
+  JobInfo& info = job.scheduling;
+  info.peak_floor_bytes = std::max(killed.peak_memory_bytes, info.predicted_peak_bytes);
+  const Scheduler::Dispatch again = scheduler_.rerun_alone(job.slot, info, killed);
+  if (again.slot < 0) {  // the pool closed meanwhile: the first run's outcome stands
+    job.slot = -1;
+    return killed;
+  }
+  if (interrupted()) return killed;  // while it waited; wait() gives the slot back
+  SpawnerLoss loss;
+  if (!supervisor_.ensure_alive(job.slot, loss)) {
+    Result lost = failure(loss.stage, error_number_for(loss.stage), loss.description);
+    lost.oom_retries = 1;
+    return lost;
+  }
+  channels_[job.slot]->renumber_request(job.request_number);
+  hand_over(job);
+  Result r = collect(job, tick, tick_period);
+  r.oom_retries = 1;
+  return r;
+}
+
+// What the admission knew of the job, and the OOM kill's sentence: the command ran, so
+// its exit status stays; the message says why it failed.
+void PoolCore::add_memory_fields(const JobState& job, Result& r) const {
+  const JobInfo& info = job.scheduling;
+  r.predicted_peak_bytes = info.predicted_peak_bytes;
+  r.memory_wait_ns = info.admission_wait_ns;
+  r.predicted_in_use_bytes = info.predicted_in_use_bytes;
+  r.measured_in_use_bytes = job.measured_in_use_bytes;
+  if (r.oom_killed) r.error_message = PoolMemory::oom_message(r.peak_memory_bytes, info.budget_bytes);
+}
+
+Result PoolCore::collect(JobState& job, const WaitTick& tick,
+                         std::chrono::milliseconds tick_period) {
+  Result r;
+  r.captured = job.output != OutputMode::kPassthrough;
+  // The tick may ask to signal the command. One pointer captured: the std::function
+  // keeps it inline, no allocation per command.
+  struct TickCancel {
+    PoolCore* core;
+    const JobState* job;
+    const WaitTick* tick;
+  } tick_cancel{this, &job, &tick};
+  std::function<void()> on_long_wait;
+  if (tick)
+    on_long_wait = [context = &tick_cancel] {
+      if (const int sig = (*context->tick)()) context->core->cancel(*context->job, sig);
+    };
+  const SlotChannel::Reply reply = channels_[job.slot]->collect(
+      r.stdout_data, r.stderr_data, job.spawner_pinned,
+      tick ? static_cast<int>(tick_period.count()) : 1000, on_long_wait);
+  switch (reply.status) {
+    case SlotChannel::Reply::Status::kComplete:
+      take_reply(reply.header, job, r);
+      break;
+    case SlotChannel::Reply::Status::kSpawnerDead: {
+      const SpawnerLoss loss = supervisor_.loss(job.slot);
+      r = failure(loss.stage, error_number_for(loss.stage),
+                  loss.description + " while running '" + job.program + "'");
+      break;
+    }
+    case SlotChannel::Reply::Status::kMalformed:
+      // A spawner that breaks the protocol cannot be trusted with another command.
+      supervisor_.replace_broken(job.slot);
+      r = failure(FailureStage::kSpawner, EPROTO,
+                  "malformed reply from the spawner (" + reply.why + ") for '" + job.program +
+                      "'");
+      break;
+  }
+  r.slot = job.slot;
+  r.submitted_ns = job.scheduling.submitted_ns;
+  r.dispatched_ns = job.scheduling.dispatched_ns;
+  r.completed_ns = monotonic_ns();
+  return r;
+}
+
+void PoolCore::cancel(const JobState& job, int sig) {
+  if (job.slot >= 0) supervisor_.signal_command(job.slot, job.request_number, sig);
+}
+
+void PoolCore::cancel_all(int sig) {
+  cancel_alls_.fetch_add(1, std::memory_order_relaxed);
+  for (std::size_t i = 0; i < channels_.size(); ++i)
+    if (const auto request = channels_[i]->request_in_flight())
+      supervisor_.signal_command(static_cast<int>(i), *request, sig);
+}
+
+// The scheduler first: nothing new starts while the spawners go; the cgroups last, once
+// nothing runs in them.
+void PoolCore::close() {
+  scheduler_.close();
+  supervisor_.close();
+  if (memory_) memory_->close();
+}
+
+}  // namespace spawnpool::detail

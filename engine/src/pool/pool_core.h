@@ -1,0 +1,66 @@
+// The driver side of the pool behind spawnpool::Pool, composed of three parts: the
+// Scheduler (which job gets which free slot, under a SchedulingPolicy), the
+// SpawnerSupervisor (the spawners' lifetime) and one passive SlotChannel per slot (the
+// protocol exchange), plus, with a memory budget, PoolMemory (cgroups, history, the
+// admission policy). PoolCore only sequences them for a job: schedule, make sure of the
+// spawner, send, collect, (once, after an OOM kill: run again alone), release.
+// Thread-safe (each part is); no lock of its own.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/src/pool/pool_memory.h"
+#include "engine/src/pool/job_state.h"
+#include "engine/src/scheduler/scheduler.h"
+#include "engine/src/spawners/segment.h"
+#include "engine/src/spawners/slot_channel.h"
+#include "engine/src/spawners/spawner_supervisor.h"
+#include "spawnpool/pool.h"
+
+namespace spawnpool::detail {
+
+class PoolCore {
+ public:
+  /// Starts the spawners; throws std::system_error when the pool cannot start.
+  /// `options` are complete (Pool resolves the defaults).
+  explicit PoolCore(const PoolOptions& options);
+  ~PoolCore();  ///< close()
+  PoolCore(const PoolCore&) = delete;
+  PoolCore& operator=(const PoolCore&) = delete;
+
+  /// Schedules `command` and hands it to its slot's spawner. A command refused on the way
+  /// (closed pool, bad request, no spawner) comes back as a job with its result final.
+  /// `blocking` false: nullptr when the scheduler would not start it now.
+  std::unique_ptr<JobState> submit(const Command& command, bool blocking);
+  /// Collects `job`'s reply (or takes its final result) and gives its slot back.
+  Result wait(JobState& job, const WaitTick& tick, std::chrono::milliseconds tick_period);
+  /// Sends `sig` to the process group of `job`'s command, if it still runs.
+  void cancel(const JobState& job, int sig);
+  void cancel_all(int sig);
+  void close();
+  std::size_t slot_count() const { return channels_.size(); }
+  std::vector<int> spawner_pids() const { return supervisor_.pids(); }
+
+ private:
+  void finish_unsent(JobState& job, Result result);
+  void hand_over(JobState& job);
+  Result collect(JobState& job, const WaitTick& tick, std::chrono::milliseconds tick_period);
+  Result run_again_alone(JobState& job, Result killed, const WaitTick& tick,
+                         std::chrono::milliseconds tick_period);
+  void add_memory_fields(const JobState& job, Result& r) const;
+
+  const PoolOptions options_;
+  const std::uint64_t arg_max_;  // what execve() accepts in all (RLIMIT_STACK / 4)
+  Segment segment_;
+  std::unique_ptr<PoolMemory> memory_;  // null without a memory budget
+  std::vector<std::unique_ptr<SlotChannel>> channels_;  // one per slot
+  SpawnerSupervisor supervisor_;
+  Scheduler scheduler_;
+  std::atomic<std::uint64_t> cancel_alls_{0};  // cancel_all() calls so far
+};
+
+}  // namespace spawnpool::detail

@@ -1,0 +1,219 @@
+// The memory history store when all goes well: created in WAL mode with its schema
+// version, records read back by exact and fallback key, the decayed maximum, the row
+// bound (least recently used rows go), flush points, and several processes writing one
+// store at once (this binary runs its own hidden writer case as the other processes).
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "engine/src/history/history_store.h"
+#include "engine/src/history/history_store_database.h"
+#include "tests/unit/support/memory_test_support.h"
+
+extern char** environ;
+
+namespace spawnpool::detail {
+namespace {
+
+using test::sql;
+using test::test_key;
+
+constexpr std::int64_t kMiB = 1 << 20;
+
+HistoryStoreOptions fast_options() { return test::store_options(20, 5000); }
+
+TEST_CASE("a new store is made in WAL mode, with its schema version", "[memory][history]") {
+  test::TempDir dir;
+  const std::string path = dir / "sub/dir/history.sqlite";  // parents are created
+  test::Warnings warnings;
+  {
+    HistoryStore store(path, fast_options(), warnings.sink());
+    CHECK(store.open_status() == HistoryStatus::kOk);
+    CHECK(store.recording());
+    CHECK(store.take_snapshot().empty());
+    store.record(test_key(1), 10 * kMiB, 1000);
+    CHECK(store.flush());
+  }
+  CHECK(warnings.messages().empty());
+  CHECK(sql(path, "PRAGMA journal_mode") == "wal");
+  CHECK(sql(path, "PRAGMA user_version") == std::to_string(HistoryDatabase::kSchemaVersion));
+  CHECK(sql(path, "PRAGMA application_id") == std::to_string(HistoryDatabase::kApplicationId));
+  CHECK(sql(path, "SELECT count(*) FROM commands") == "1");
+  // The last connection checkpointed and removed the WAL files.
+  CHECK_FALSE(std::filesystem::exists(path + "-wal"));
+  CHECK_FALSE(std::filesystem::exists(path + "-shm"));
+}
+
+TEST_CASE_METHOD(test::StoreFixture, "records come back at the next open, by exact and by fallback key", "[memory][history]") {
+  {
+    HistoryStore store(path, fast_options(), warnings.sink());
+    store.record(test_key(1, 100), 10 * kMiB, 111);
+    store.record(test_key(2), 20 * kMiB, 222);
+    store.record(test_key(3, 300), 0, 333);  // unknown peak: not recorded
+    store.record(test_key(4, 300), -5, 333);
+  }  // the destructor writes what is pending
+  HistoryStore store(path, fast_options(), warnings.sink());
+  const HistorySnapshot snapshot = store.take_snapshot();
+  CHECK(warnings.messages().empty());
+  REQUIRE(snapshot.size() == 2);
+  REQUIRE(snapshot.find_exact(1));
+  CHECK(snapshot.find_exact(1)->peak_bytes == 10 * kMiB);
+  CHECK(snapshot.find_exact(1)->duration_ns == 111);
+  REQUIRE(snapshot.find_exact(2));
+  CHECK(snapshot.find_exact(2)->peak_bytes == 20 * kMiB);
+  CHECK_FALSE(snapshot.find_exact(3));
+  REQUIRE(snapshot.find_fallback(100));
+  CHECK(snapshot.find_fallback(100)->peak_bytes == 10 * kMiB);
+  CHECK_FALSE(snapshot.find_fallback(300));
+  CHECK_FALSE(snapshot.find_fallback(0));
+  CHECK(store.take_snapshot().empty());  // moved out
+}
+
+TEST_CASE_METHOD(test::StoreFixture, "a command measured again keeps max(new peak, 3/4 of the old)", "[memory][history]") {
+  HistoryStore store(path, fast_options(), warnings.sink());
+  const auto peak_after = [&](std::int64_t peak) {
+    store.record(test_key(9), peak, 1);
+    REQUIRE(store.flush());
+    return std::stoll(sql(path, "SELECT peak_bytes FROM commands WHERE exact_key = 9"));
+  };
+  CHECK(peak_after(1000 * kMiB) == 1000 * kMiB);
+  CHECK(peak_after(500 * kMiB) == 750 * kMiB);        // a spike fades...
+  CHECK(peak_after(500 * kMiB) == 562 * kMiB + kMiB / 2);
+  CHECK(peak_after(900 * kMiB) == 900 * kMiB);        // ...growth is followed at once
+  CHECK(sql(path, "SELECT runs FROM commands WHERE exact_key = 9") == "4");
+  CHECK(warnings.messages().empty());
+}
+
+TEST_CASE_METHOD(test::StoreFixture, "the fallback key finds the most recently used command that had it", "[memory][history]") {
+  std::string problem;
+  {
+    HistoryOpenResult opened = HistoryDatabase::open(path, {});
+    REQUIRE(opened.database);
+    // Two flag variants of one compile (same fallback key); the newer one is at 2000.
+    REQUIRE(opened.database->write({{1, 50, 100 * kMiB, 1, 2000}, {2, 50, 300 * kMiB, 1, 1000}},
+                                   problem) == HistoryStatus::kOk);
+  }
+  const HistoryOpenResult reopened = HistoryDatabase::open(path, {});
+  REQUIRE(reopened.snapshot.find_fallback(50));
+  CHECK(reopened.snapshot.find_fallback(50)->peak_bytes == 100 * kMiB);
+}
+
+TEST_CASE_METHOD(test::StoreFixture, "the store keeps max_rows rows, dropping the least recently used", "[memory][history]") {
+  HistoryDatabaseOptions options;
+  options.max_rows = 10;
+  std::string problem;
+  {
+    HistoryOpenResult opened = HistoryDatabase::open(path, options);
+    REQUIRE(opened.database);
+    std::vector<HistoryRecord> batch;
+    for (std::uint64_t n = 1; n <= 15; ++n)
+      batch.push_back({n, 0, kMiB, 1, static_cast<std::int64_t>(n)});
+    REQUIRE(opened.database->write(batch, problem) == HistoryStatus::kOk);
+    CHECK(sql(path, "SELECT count(*) FROM commands") == "10");
+    CHECK(sql(path, "SELECT min(exact_key) FROM commands") == "6");
+    // Command 6 runs again: now command 7 is the least recently used.
+    REQUIRE(opened.database->write({{6, 0, kMiB, 1, 100}, {16, 0, kMiB, 1, 101}}, problem) ==
+            HistoryStatus::kOk);
+  }
+  const HistoryOpenResult reopened = HistoryDatabase::open(path, options);
+  CHECK(reopened.snapshot.size() == 10);
+  CHECK(reopened.snapshot.find_exact(6));
+  CHECK_FALSE(reopened.snapshot.find_exact(7));
+  CHECK(reopened.snapshot.find_exact(16));
+}
+
+TEST_CASE_METHOD(test::StoreFixture, "flush writes everything recorded before it; the writer batches on its own", "[memory][history]") {
+  HistoryStoreOptions options = fast_options();
+  options.flush_batch = 8;
+  options.flush_interval = std::chrono::hours(1);  // only the batch size or flush() write
+  HistoryStore store(path, options, warnings.sink());
+  CHECK(store.flush());  // nothing pending
+  for (std::uint64_t n = 1; n <= 8; ++n) store.record(test_key(n), kMiB, 1);
+  // A full batch is written without a flush.
+  CHECK(test::wait_until([&] { return sql(path, "SELECT count(*) FROM commands") == "8"; }));
+  store.record(test_key(100), kMiB, 1);
+  CHECK(store.flush());
+  CHECK(sql(path, "SELECT count(*) FROM commands") == "9");
+  CHECK(warnings.messages().empty());
+}
+
+// --- several processes at once -------------------------------------------------------
+
+constexpr int kWriters = 4;
+constexpr std::uint64_t kOwnKeys = 300;
+constexpr std::uint64_t kSharedKeys = 50;
+
+std::uint64_t own_key(int writer, std::uint64_t n) { return (std::uint64_t(writer + 1) << 32) | n; }
+std::uint64_t shared_key(std::uint64_t n) { return (std::uint64_t(99) << 32) | n; }
+
+// Run by the writer processes the next test starts (hidden: not run on its own).
+TEST_CASE("history writer process", "[.][history_writer]") {
+  const char* path = std::getenv("SPAWNPOOL_TEST_HISTORY");
+  const char* id = std::getenv("SPAWNPOOL_TEST_WRITER");
+  if (!path || !id) return;
+  const int writer = std::atoi(id);
+  test::Warnings warnings;
+  {
+    HistoryStoreOptions options = fast_options();
+    options.flush_batch = 16;
+    options.flush_interval = std::chrono::milliseconds(1);
+    HistoryStore store(path, options, warnings.sink());
+    REQUIRE(store.open_status() == HistoryStatus::kOk);
+    for (std::uint64_t n = 0; n < kOwnKeys; ++n) {
+      store.record(test_key(own_key(writer, n), own_key(writer, n)), (writer + 1) * kMiB, 1);
+      if (n < kSharedKeys) store.record(test_key(shared_key(n)), (writer + 1) * kMiB, 1);
+      if (n % 64 == 0) CHECK(store.flush());
+    }
+  }
+  CHECK(warnings.messages().empty());
+}
+
+TEST_CASE_METHOD(test::StoreFixture, "several processes write one store at once and nothing is lost", "[memory][history][processes]") {
+  HistoryStore reader(path, fast_options(), warnings.sink());  // creates it; reads alongside
+  char self[] = "/proc/self/exe";
+  char spec[] = "[history_writer]";
+  char* argv[] = {self, spec, nullptr};
+  posix_spawn_file_actions_t quiet;  // Catch's summary of each writer: not ours to print
+  posix_spawn_file_actions_init(&quiet);
+  posix_spawn_file_actions_addopen(&quiet, 1, "/dev/null", O_WRONLY, 0);
+  std::vector<pid_t> pids;
+  for (int writer = 0; writer < kWriters; ++writer) {
+    setenv("SPAWNPOOL_TEST_HISTORY", path.c_str(), 1);
+    setenv("SPAWNPOOL_TEST_WRITER", std::to_string(writer).c_str(), 1);
+    pid_t pid = -1;
+    REQUIRE(posix_spawn(&pid, self, &quiet, nullptr, argv, environ) == 0);
+    pids.push_back(pid);
+  }
+  posix_spawn_file_actions_destroy(&quiet);
+  unsetenv("SPAWNPOOL_TEST_HISTORY");
+  unsetenv("SPAWNPOOL_TEST_WRITER");
+  for (int n = 0; n < 50; ++n) reader.record(test_key(n + 1), kMiB, 1);  // a fifth writer
+  CHECK(reader.flush());
+  for (pid_t pid : pids) {
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+  }
+  const HistoryOpenResult opened = HistoryDatabase::open(path, {});
+  REQUIRE(opened.status == HistoryStatus::kOk);
+  CHECK(opened.snapshot.size() == kWriters * kOwnKeys + kSharedKeys + 50);
+  for (int writer = 0; writer < kWriters; ++writer)
+    for (std::uint64_t n = 0; n < kOwnKeys; n += 37) {
+      const HistoryEntry* entry = opened.snapshot.find_exact(own_key(writer, n));
+      REQUIRE(entry);
+      CHECK(entry->peak_bytes == (writer + 1) * kMiB);
+      CHECK(opened.snapshot.find_fallback(own_key(writer, n)));
+    }
+  CHECK(sql(path, "SELECT sum(runs) FROM commands WHERE exact_key >> 32 = 99") ==
+        std::to_string(kWriters * kSharedKeys));
+  CHECK(warnings.messages().empty());
+}
+
+}  // namespace
+}  // namespace spawnpool::detail

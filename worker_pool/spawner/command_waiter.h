@@ -1,0 +1,32 @@
+// Waiting for a launched command in the spawner: drains its captured output the whole
+// time (a full pipe must never block the child), notices its exit through a pidfd, and
+// reaps it with its resource usage. Main thread of the spawner only.
+#pragma once
+
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+
+#include "worker_pool/spawner/command_launcher.h"
+#include "worker_pool/protocol/monotonic_clock.h"
+#include "worker_pool/spawner/running_child.h"
+
+namespace spawnpool::detail {
+
+struct CommandOutcome {
+  int wait_status = 0;
+  struct rusage usage {};
+  std::int64_t exited_ns = 0;  // CLOCK_MONOTONIC when reaped
+  std::string stdout_data;     // captured output; cleared by the caller between commands
+  std::string stderr_data;
+};
+
+/// Waits for `command` to exit, collecting its output into `outcome`. Output a
+/// background grandchild still writes after the command exited is read until the pipe
+/// is momentarily empty, never waited for. Closes the command's pipe ends. `running` is
+/// cleared just before the reap.
+void wait_for_command(LaunchedCommand& command, RunningChild& running, CommandOutcome& outcome);
+
+}  // namespace spawnpool::detail
