@@ -21,7 +21,7 @@ class Layer {
   virtual Result run(PreparedCommand& command) = 0;
 };
 
-/// A layer with an inner one, which it owns.
+/// A layer on an inner one (the Session owns both and keeps the inner alive longer).
 class StackedLayer : public Layer {
  public:
   explicit StackedLayer(Layer& inner) : inner_(inner) {}
