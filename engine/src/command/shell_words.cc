@@ -55,6 +55,7 @@ class ShellTokenizer {
   explicit ShellTokenizer(std::string_view line) : line_(line) {}
 
   std::vector<ShellToken> run() {
+    tokens_.reserve(4 + line_.size() / 8);  // a build's words are rarely shorter
     while (pos_ < line_.size()) step();
     end_word();
     return std::move(tokens_);
@@ -96,9 +97,14 @@ class ShellTokenizer {
       push(ShellToken::kSeparator, begin, pos_);
     } else {
       begin_word();
-      if (!plain_char(c)) exact_ = false;
-      word_ += c;
-      ++pos_;
+      std::size_t stop = pos_;
+      while (stop < line_.size() && plain_char(line_[stop])) ++stop;
+      if (stop == pos_) {  // one character that means something to sh ($ * ~ ...)
+        exact_ = false;
+        ++stop;
+      }
+      word_.append(line_.substr(pos_, stop - pos_));
+      pos_ = stop;
     }
   }
 
