@@ -6,10 +6,12 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/src/command/direct_exec.h"
@@ -334,6 +336,36 @@ TEST_CASE("through a pool, the group signals stay -N", "[command][direct]") {
     CHECK(both.ours == Outcome{-signum, "", ""});
   }
   leaks.verify();
+}
+
+}  // namespace
+}  // namespace spawnpool::test
+
+namespace spawnpool::test {
+namespace {
+
+TEST_CASE("direct exec from many threads at once, in many directories", "[command][direct]") {
+  TempDir dir;
+  for (int d = 0; d < 80; ++d) fs::create_directory(dir / std::to_string(d));  // past the cache
+  FakeLayer inner([](PreparedCommand& c) {
+    return ran(c.command.argv[0] == "prog" ? -SIGSEGV : 1);
+  });
+  DirectExec direct(inner);
+  std::vector<std::thread> threads;
+  std::atomic<int> right{0};
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 40; ++i) {
+        const std::string cwd = dir / std::to_string((t * 40 + i) % 80);
+        PreparedCommand command = sh("prog a", {"PATH=/bin"}, cwd);
+        const Result r = direct.run(command);
+        if (r.returncode == 128 + SIGSEGV && r.stderr_data == "Segmentation fault\n") ++right;
+      }
+    });
+  for (std::thread& thread : threads) thread.join();
+  CHECK(right == 320);
+  for (const PreparedCommand& seen : inner.seen())
+    CHECK(value_of(*seen.command.env, "PWD") == fs::canonical(seen.command.cwd).string());
 }
 
 }  // namespace

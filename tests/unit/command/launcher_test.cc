@@ -285,3 +285,28 @@ TEST_CASE("a launched compile runs through direct exec and a real pool", "[comma
 
 }  // namespace
 }  // namespace spawnpool::test
+
+namespace spawnpool::test {
+namespace {
+
+TEST_CASE("the layer counts right from many threads at once", "[command][launcher]") {
+  FakeLayer inner;
+  detail::LauncherLayer layer(inner, detail::Launcher("ccache", kDriverPath));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&layer, t] {
+      for (int i = 0; i < 50; ++i) {
+        detail::PreparedCommand command =
+            sh(i % 2 ? "ar rc l" + std::to_string(t) + ".a x.o" : "cc -c f" + std::to_string(i) + ".c");
+        layer.run(command);
+      }
+    });
+  for (std::thread& thread : threads) thread.join();
+  const detail::LauncherCounts counts = layer.counts();
+  CHECK(counts.launched == 200);
+  CHECK(counts.local_commands == 200);
+  CHECK(inner.seen().size() == 400);
+}
+
+}  // namespace
+}  // namespace spawnpool::test
