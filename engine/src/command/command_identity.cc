@@ -108,7 +108,7 @@ bool is_compiler_launcher(std::string_view name) {
   return name == "ccache" || name == "distcc" || name == "icecc" || name == "sccache";
 }
 
-CommandIdentity identify_argv(const std::vector<std::string>& argv) {
+CommandIdentity identify_command(const std::vector<std::string>& argv) {
   const Words words(argv.begin(), argv.end());
   const std::size_t p = program_index(words);
   if (p >= argv.size()) return {};

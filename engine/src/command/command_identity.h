@@ -18,7 +18,7 @@ struct CommandIdentity {
 
 /// The identity of argv. For `sh -c LINE` (any known shell, also behind wrappers) the
 /// line is read with identify_line().
-CommandIdentity identify_argv(const std::vector<std::string>& argv);
+CommandIdentity identify_command(const std::vector<std::string>& argv);
 
 /// The identity of a shell line, from its tokens: among its simple commands (`;`, `&&`,
 /// `||`, `|` between them) the first whose program does more than set the stage (`cd`,

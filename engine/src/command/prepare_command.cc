@@ -36,7 +36,7 @@ CommandIdentity read_shell_line(PreparedCommand& prepared, bool as_dash,
   prepared.compile = prepared.compiler_offset != std::string::npos;
   if (!as_dash || !is_simple_command(tokens)) return identify_line(tokens);
   prepared.simple_words = word_texts(std::move(tokens));
-  return identify_argv(prepared.simple_words);
+  return identify_command(prepared.simple_words);
 }
 
 }  // namespace
@@ -79,7 +79,7 @@ PreparedCommand prepare_command(Command command, const CompileClassifier& classi
     identity = read_shell_line(prepared, shell->as_dash, classifier);
   } else {
     prepared.line = joined(c.argv);
-    identity = identify_argv(c.argv);
+    identity = identify_command(c.argv);
     prepared.compile = classifier.is_compile(c.argv);
   }
   prepared.program = std::move(identity.program);

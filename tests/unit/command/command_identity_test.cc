@@ -107,7 +107,7 @@ TEST_CASE("the program and the output path of a command", "[command][identity]")
       {{"sh", "-c", "\\\ngcc -o a.o -c a.c"}, "gcc", "a.o"},
   }));
   CAPTURE(c.argv);
-  const CommandIdentity identity = identify_argv(c.argv);
+  const CommandIdentity identity = identify_command(c.argv);
   CHECK(file_name(identity.program) == c.program);
   CHECK(identity.output == c.output);
   // prepare_command() records the same (for a simple dash line, from its words).
