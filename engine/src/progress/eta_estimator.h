@@ -1,0 +1,40 @@
+// The ETA of a build (issue 18 item 3): the predicted work that remains, placed on the
+// build's slots, not elapsed / fraction done. The running commands keep their slots for
+// what their predictions leave; the commands still to run go, longest first, each on
+// the slot that frees first (list scheduling), at most `parallelism` at once (fewer
+// than the slots while memory admission holds commands back). The answer is when the
+// last slot frees. Pure function: thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <vector>
+
+namespace spawnpool::detail {
+
+struct RunningWork {
+  double elapsed_s = 0;                 ///< how long it has run
+  std::optional<double> predicted_s;    ///< its learned duration; unset: unknown
+};
+
+struct EtaInput {
+  /// Commands that may run at once: the slots, or fewer while memory admission (or a
+  /// jobserver) keeps the build narrower; at least 1.
+  std::size_t parallelism = 1;
+  std::vector<RunningWork> running;
+  /// Predicted durations of the commands still to run (queued, or not yet handed to
+  /// the pool), in any order.
+  std::vector<double> pending_s;
+  /// Commands still to run that nothing predicts (no history, no command of the same
+  /// program finished).
+  std::size_t pending_unknown = 0;
+  /// The duration of a typical command of this build (the median of those finished,
+  /// else of the history's): stands in for what nothing predicts. Unset: none known.
+  std::optional<double> typical_s;
+};
+
+/// Seconds until the build ends, or unset ("no estimate yet") when the input cannot
+/// support a number: commands nothing predicts and no typical duration to stand in.
+std::optional<double> estimate_remaining_s(const EtaInput& input);
+
+}  // namespace spawnpool::detail
