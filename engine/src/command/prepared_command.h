@@ -1,12 +1,12 @@
 // A command as the engine's layers see it: made once, at the door (the stack's entry, or
-// Pool::submit for a bare embedder), by prepare_command(), and only read below it. The
-// defaults (cwd, environment), the shell line, its words and program, the compile
-// classification and the history key are decided there and nowhere else
-// (docs/architecture.md, "The life of a command"). A plain value; no threading concerns.
+// Pool::submit for a bare embedder), by prepare_command() (prepare_command.h), and only
+// read below it. The defaults (cwd, environment), the shell line, its words and program,
+// the compile classification are decided there and nowhere else (docs/architecture.md,
+// "The life of a command"). A plain value; no threading concerns.
 //
-// Issue 19 skeleton: the fields are the contract between the layers; the helpers that
-// implement prepare_command() (engine/src/command/) may add fields, never re-derive one
-// in a layer.
+// The fields are the contract between the layers: a layer may change `command` (what
+// runs) and the fields its own comment gives it (the launcher layer: launched, local,
+// launcher_words), never re-derive another from `command`.
 #pragma once
 
 #include <string>
@@ -22,24 +22,38 @@ struct PreparedCommand {
   /// (always set), the output mode the caller asked for. Layers that change what runs
   /// (the launcher, direct exec, output sync) change this and keep the rest true.
   Command command;
-  /// argv is `[sh, -c, line]` for a POSIX sh the engine knows (is_posix_sh_line()).
+  /// The caller's argv runs a line through a shell the engine knows (shell_invocation(),
+  /// shell_invocation.h: sh, dash, bash, ksh, zsh with -c); the line is its argv[2].
   bool shell_line = false;
   /// The caller's command as one line, for messages, the trace and the status line: the
   /// -c line, or argv joined with spaces. Unchanged by the layers.
   std::string line;
-  /// The line's words when it has no shell syntax (direct exec runs them), else empty.
+  /// The line's words when it is a dash line (`[sh, -c, line]`: ShellInvocation::as_dash)
+  /// without shell syntax (simple_command(), shell_words.h): direct exec runs them.
+  /// Empty otherwise.
   std::vector<std::string> simple_words;
-  /// The program that does the work, as written (behind a launcher: the compiler it
-  /// runs), and its file name ("g++").
+  /// The program that does the work, as written (behind a wrapper or a launcher: the
+  /// compiler it runs), and its file name ("g++"); empty when none was found.
   std::string program;
   std::string program_name;
+  /// The file it writes, as written (`-o`, or in a shell line the first stdout redirect);
+  /// empty: none found. With program_name, the history's fallback key.
+  std::string output;
   bool compile = false;    ///< a C/C++ compile, as the compile classifier says
+  /// Where the compiler's word starts in `line`, for a compile that is a shell line (a
+  /// launcher goes there); std::string::npos otherwise.
+  std::size_t compiler_offset = std::string::npos;
   bool launched = false;   ///< rewritten to run through the compiler launcher
   /// Counts against the local slots (PoolOptions::local_slots): every command that does
   /// not go through the launcher. Set by the launcher layer.
   bool local = true;
-  /// The history's names for it (argv and cwd, program and output, program), made from
-  /// the fields above, not from a parse of its own.
+  /// Set by the launcher layer when it launches a line that has simple_words: the
+  /// launcher's words (its resolved path, its arguments). Direct exec runs them before
+  /// simple_words; `command` holds the line with the launcher put in for sh.
+  std::vector<std::string> launcher_words;
+  /// The history's names for it (make_command_key(), command_key.h): set where the pool
+  /// takes the command (PoolCore::submit), and only when the pool keeps keys (a memory
+  /// budget): the exact key from what runs then, the others from program_name and output.
   CommandKey key;
 };
 

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "engine/src/command/prepare_command.h"
 #include "engine/src/pool/pool_core.h"
 
 namespace spawnpool {
@@ -85,10 +86,15 @@ Result Pool::run(const Command& command) {
   return wait(job);
 }
 
-Job Pool::submit(const Command& command) { return Job(core_, core_->submit(command, true)); }
+// A bare embedder's command goes through the door too: the defaults are decided there.
+Job Pool::submit(const Command& command) {
+  detail::PreparedCommand prepared = detail::prepare_command(command);
+  return Job(core_, core_->submit(prepared, true));
+}
 
 std::optional<Job> Pool::try_submit(const Command& command) {
-  std::unique_ptr<detail::JobState> state = core_->submit(command, false);
+  detail::PreparedCommand prepared = detail::prepare_command(command);
+  std::unique_ptr<detail::JobState> state = core_->submit(prepared, false);
   if (!state) return std::nullopt;
   return Job(core_, std::move(state));
 }

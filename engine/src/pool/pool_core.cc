@@ -8,8 +8,8 @@
 #include <cstring>
 #include <system_error>
 
+#include "engine/src/command/command_key.h"
 #include "engine/src/pool/command_fields.h"
-#include "engine/src/history/history_store_key.h"
 #include "engine/src/scheduler/fifo_policy.h"
 #include "worker_pool/protocol/monotonic_clock.h"
 
@@ -113,13 +113,14 @@ PoolCore::PoolCore(const PoolOptions& options)
 
 PoolCore::~PoolCore() { close(); }
 
-std::unique_ptr<JobState> PoolCore::submit(const Command& command, bool blocking) {
+std::unique_ptr<JobState> PoolCore::submit(PreparedCommand& prepared, bool blocking) {
+  const Command& command = prepared.command;
   auto job = std::make_unique<JobState>();
   job->scheduling.submitted_ns = monotonic_ns();
   if (memory_) job->cancel_alls_at_submit = cancel_alls_.load(std::memory_order_relaxed);
   job->output = command.output;
-  job->cwd = working_directory(command.cwd);
-  if (scheduler_.wants_keys()) job->scheduling.key = make_command_key(command.argv, job->cwd);
+  job->cwd = command.cwd;
+  if (scheduler_.wants_keys()) job->scheduling.key = prepared.key = make_command_key(prepared);
   const Scheduler::Dispatch dispatch =
       blocking ? scheduler_.acquire(job->scheduling) : scheduler_.try_acquire(job->scheduling);
   if (dispatch.closed) {
@@ -133,10 +134,12 @@ std::unique_ptr<JobState> PoolCore::submit(const Command& command, bool blocking
     finish_unsent(*job, failure(loss.stage, error_number_for(loss.stage), loss.description));
     return job;
   }
-  const std::vector<std::string> inherited_env =
-      command.env ? std::vector<std::string>{} : current_environment();
-  const RequestFields fields{&command.argv, command.env ? &*command.env : &inherited_env,
-                             &job->cwd, request_flags(command.output), 0};
+  if (!command.env) {  // prepare_command() always sets it: a layer lost it
+    finish_unsent(*job, failure(FailureStage::kRequest, EINVAL, "the command has no environment"));
+    return job;
+  }
+  const RequestFields fields{&command.argv, &*command.env, &job->cwd,
+                             request_flags(command.output), 0};
   SlotChannel& channel = *channels_[job->slot];
   const EncodeError refused = channel.write_request(fields, arg_max_, job->request_number);
   if (refused.error_number) {

@@ -13,6 +13,7 @@
 #include <memory>
 #include <vector>
 
+#include "engine/src/command/prepared_command.h"
 #include "engine/src/pool/pool_memory.h"
 #include "engine/src/pool/job_state.h"
 #include "engine/src/scheduler/scheduler.h"
@@ -32,10 +33,12 @@ class PoolCore {
   PoolCore(const PoolCore&) = delete;
   PoolCore& operator=(const PoolCore&) = delete;
 
-  /// Schedules `command` and hands it to its slot's spawner. A command refused on the way
-  /// (closed pool, bad request, no spawner) comes back as a job with its result final.
-  /// `blocking` false: nullptr when the scheduler would not start it now.
-  std::unique_ptr<JobState> submit(const Command& command, bool blocking);
+  /// Schedules `command` (prepare_command() made it: its cwd and environment are final)
+  /// and hands what it runs now (`command.command`) to its slot's spawner; with a memory
+  /// budget it sets `command.key` first. A command refused on the way (closed pool, bad
+  /// request, no spawner) comes back as a job with its result final. `blocking` false:
+  /// nullptr when the scheduler would not start it now.
+  std::unique_ptr<JobState> submit(PreparedCommand& command, bool blocking);
   /// Collects `job`'s reply (or takes its final result) and gives its slot back.
   Result wait(JobState& job, const WaitTick& tick, std::chrono::milliseconds tick_period);
   /// Sends `sig` to the process group of `job`'s command, if it still runs.

@@ -1,0 +1,23 @@
+// The console as the command layers print to it: a driver message whole, a command's
+// captured output as one block, under one process-wide lock so that neither is cut into
+// by the other. Interim: a minimal writer until the recording layers' console writer
+// (engine/src/recording/console_writer.h) lands; these then forward to it (same
+// semantics) and console.cc goes. Thread-safe.
+#pragma once
+
+#include <string_view>
+
+namespace spawnpool::detail::console {
+
+/// Writes a driver message whole to fd 2, never inside a command's block. A reader that
+/// went away (EPIPE) or another write error loses the message, nothing else.
+void message(std::string_view text);
+
+/// Writes one command's output as one block: `out` to fd 1, then `err` to fd 2.
+void output_block(std::string_view out, std::string_view err);
+
+/// Whether fds 1 and 2 are the same open file (a terminal, `> log 2>&1`): a command
+/// captured to be shown as a block is then captured merged (the bytes keep their order).
+bool streams_merged();
+
+}  // namespace spawnpool::detail::console
