@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/src/report/build_report.h"
 #include "spawnpool/pool.h"
 
 namespace py = pybind11;
@@ -319,6 +320,16 @@ PYBIND11_MODULE(_spawnpool, m) {
         g_result_type = result_type.ptr();
       },
       py::arg("result_type"), "Tell the module the Result type to build (command.py's).");
+
+  m.def(
+      "write_build_report",
+      [](py::handle trace_path, py::handle report_path) {
+        const std::string trace = fs_bytes(trace_path), report = fs_bytes(report_path);
+        py::gil_scoped_release release;
+        return spawnpool::detail::write_build_report(trace, report);
+      },
+      py::arg("trace_path"), py::arg("report_path"),
+      "Write the HTML build report of a Chrome trace (report.py); '' or what failed.");
 
   py::class_<PyPool>(m, "Pool")
       .def(py::init<std::size_t, std::string, std::size_t, bool, py::handle, py::handle,

@@ -173,6 +173,9 @@ def _after_setup_sig_handler():
         if callable(handler):
             signal.signal(signum, chain(handler, _interrupt))
     settings = _session.settings if _session is not None else _settings()
+    if settings.trace or settings.report:       # the report's critical path
+        from spawnpool_scons import action_nodes
+        action_nodes.install(_MARK)
     if settings.wants_gate or _jobserver is not None and settings.jobserver:
         _watch.start()      # the gate looks for a stop signal before each start
 
@@ -239,7 +242,9 @@ def _refresh_locked():
         import spawnpool
         if _session is None and _Command is not None:
             from spawnpool.stack import Session
-            _session = Session(_settings(), slots, _warn, _jobserver, _watch, 'scons')
+            from spawnpool_scons.action_nodes import current
+            _session = Session(_settings(), slots, _warn, _jobserver, _watch, 'scons',
+                               command_args=current)
         options = (_session.settings.pool_options('scons: warning: ')
                    if _session is not None else {})
         pool = _pool = spawnpool.Pool(slots=slots, **options)

@@ -164,3 +164,31 @@ def test_trace_memory_counter_and_oom_retry(tmp_path):
     assert counter['ts'] == retried['ts'] - 1000.0           # at its dispatch
     [oom] = [e for e in events(path, 'i') if e.get('cat') == 'memory']
     assert oom['tid'] == 1 and oom['ts'] == retried['ts']
+
+
+def test_trace_has_what_the_report_reads(tmp_path):
+    """The build's command line and memory mode (once), a failed command's captured
+    output, and the fields command_args() adds on the command's thread."""
+    path = tmp_path / 't.json'
+    nodes = [{'targets': ['a.o'], 'inputs': ['a.c']}, None, ZeroDivisionError]
+
+    def command_args():
+        value = nodes.pop(0)
+        if value is ZeroDivisionError:
+            raise value()
+        return value
+    trace = spawnpool.TraceWriter(path, 'scons', 'scons -j2 x', command_args)
+    memory = dict(predicted_peak_bytes=MIB, peak_memory_bytes=MIB, memory_source='cgroup',
+                  predicted_in_use_bytes=MIB, measured_in_use_bytes=MIB)
+    trace.add(result(0, 0, 0, MS, 2 * MS, 3 * MS, **memory), 'cc -c a.c')
+    trace.add(result(1, 0, 0, MS, 2 * MS, 3 * MS, returncode=1, stdout=b'out\n',
+                     stderr=b'err \xff\n', **memory), 'failing')
+    trace.add(result(1, 0, 0, MS, 2 * MS, 3 * MS, returncode=2), 'not captured')
+    trace.close()
+    compiled, failing, uncaptured = events(path)
+    assert compiled['args']['targets'] == ['a.o'] and compiled['args']['inputs'] == ['a.c']
+    assert 'output' not in compiled['args']                 # it succeeded
+    assert failing['args']['output'] == 'out\nerr \ufffd\n' and 'targets' not in failing['args']
+    assert 'output' not in uncaptured['args']                # its output went to the console
+    builds = [e['args'] for e in events(path, 'M') if e['name'] == 'spawnpool_build']
+    assert builds == [{'command_line': 'scons -j2 x'}, {'memory_mode': 'cgroup per command'}]

@@ -1,105 +1,38 @@
-"""The build report in a real browser: Debian's headless Chromium loads the page written
-from a trace, runs its script, and the test reads the DOM it leaves (`--dump-dom`): one
-bar per command, the totals, the longest commands, the waits, the failed commands with
-their output, the critical path. Each test keeps a screenshot of the page in the build
-tree (build/report-screenshots/), for people to look at.
+"""The build report in a real browser (report_browser.py): the page written from a trace
+shows one bar per command, the totals, the longest commands, the waits, the failed
+commands with their output, the critical path. Each test keeps a screenshot of the page
+in the build tree (build/report-screenshots/), for people to look at.
 
 Skipped, with the reason, where Chromium, the build or the package is missing.
 
     PYTHONPATH=build/python:scons_plugin /usr/bin/python3 -m pytest tests/report
 """
 
-import html.parser
 import json
-import os
-import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-BUILD = Path(os.environ.get('SPAWNPOOL_BUILD') or REPO / 'build').resolve()
-TOOL = BUILD / 'tests' / 'report' / 'spawnpool_write_report_tool'
-SHOTS = BUILD / 'report-screenshots'
-CHROMIUM = shutil.which('chromium')
-# As the machine's probe starts it: no sandbox as root, and nothing that reaches out to
-# the network (this machine's network is closed; the page needs none).
-CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic',
-                  '--no-first-run', '--disable-background-networking',
-                  '--disable-component-update', '--disable-sync', '--hide-scrollbars']
+from report_browser import TOOL, load, needs_chromium
 
 pytestmark = [
-    pytest.mark.skipif(CHROMIUM is None, reason='no chromium on PATH (Debian package chromium)'),
+    needs_chromium,
     pytest.mark.skipif(not TOOL.exists(), reason='%s is not built' % TOOL),
 ]
-
-
-def chromium(tmp_path, page, *args):
-    profile = tmp_path / 'chromium-profile'
-    command = [CHROMIUM] + CHROMIUM_FLAGS + ['--user-data-dir=%s' % profile] + list(args)
-    command.append(page.as_uri())
-    done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          timeout=120, check=False)
-    assert done.returncode == 0, done.stderr.decode(errors='replace')[-2000:]
-    return done.stdout.decode()
 
 
 def render(tmp_path, trace, name):
     """The report of `trace` (a path) as Chromium left its DOM; a screenshot is kept."""
     page = tmp_path / (name + '.html')
     subprocess.run([str(TOOL), str(trace), str(page)], check=True)
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    chromium(tmp_path, page, '--window-size=1280,2200',
-             '--screenshot=%s' % (SHOTS / (name + '.png')))
-    assert (SHOTS / (name + '.png')).stat().st_size > 10000
-    return Dom(chromium(tmp_path, page, '--dump-dom'))
-
-
-class Dom(html.parser.HTMLParser):
-    """The few things the tests read: elements by id and class, and their text."""
-
-    def __init__(self, text):
-        super().__init__()
-        self.elements = []          # [tag, attrs, text parts]
-        self._open = []
-        self.feed(text)
-
-    def handle_starttag(self, tag, attrs):
-        element = [tag, dict(attrs), []]
-        self.elements.append(element)
-        if tag not in ('meta', 'br', 'img', 'input', 'link'):
-            self._open.append(element)
-
-    def handle_endtag(self, tag):
-        while self._open:
-            if self._open.pop()[0] == tag:
-                break
-
-    def handle_data(self, data):
-        for element in self._open:
-            element[2].append(data)
-
-    def by_class(self, name):
-        return [e for e in self.elements if name in e[1].get('class', '').split()]
-
-    def text(self, element_id):
-        found = [e for e in self.elements if e[1].get('id') == element_id]
-        assert found, 'no element #%s' % element_id
-        return ''.join(found[0][2])
-
-    def card(self, element_id):
-        """A summary card's value (the first line of its text)."""
-        card = [e for e in self.elements if e[1].get('id') == element_id][0]
-        values = [e for e in self.elements if e[1].get('class') == 'v'
-                  and self.elements.index(e) > self.elements.index(card)]
-        return ''.join(values[0][2])
+    return load(tmp_path, page, name)
 
 
 def test_the_report_of_a_real_build(tmp_path):
-    """`spawnpool run --trace` of six commands, one failing: every command is a bar on
-    its slot, the totals count them, the failed one is listed."""
+    """`spawnpool run --report` of six commands, one failing, and `spawnpool report` of
+    its trace (the same page): every command is a bar on its slot, the totals count them,
+    the failed one is listed with its output (output sync captured it)."""
     try:
         import spawnpool  # noqa: F401
     except ImportError as e:
@@ -107,16 +40,21 @@ def test_the_report_of_a_real_build(tmp_path):
     lines = ['sleep 0.4', 'sleep 0.1', 'sleep 0.2', "sh -c 'echo oops >&2; exit 3'",
              'sleep 0.3', 'true']
     (tmp_path / 'commands').write_text('\n'.join(lines) + '\n')
-    trace = tmp_path / 'trace.json'
+    trace, page = tmp_path / 'trace.json', tmp_path / 'run.html'
     done = subprocess.run([sys.executable, '-m', 'spawnpool', 'run', '-j2', '-k',
-                           '--trace=%s' % trace, str(tmp_path / 'commands')],
+                           '--output=sync', '--trace=%s' % trace, '--report=%s' % page,
+                           str(tmp_path / 'commands')],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
     assert done.returncode != 0        # one command failed
     ran = [e for e in json.loads(trace.read_text())['traceEvents'] if e['ph'] == 'X']
     assert len(ran) == 6
+    again = tmp_path / 'again.html'
+    subprocess.run([sys.executable, '-m', 'spawnpool', 'report', str(trace), '-o', str(again)],
+                   check=True, timeout=120)
+    assert again.read_bytes() == page.read_bytes()
 
-    dom = render(tmp_path, trace, 'real-build')
-    bars = [e for e in dom.by_class('command') if e[0] == 'rect']
+    dom = load(tmp_path, page, 'real-build')
+    bars = dom.bars()
     assert len(bars) == 6
     assert sorted(int(b[1]['data-index']) for b in bars) == list(range(6))
     assert dom.card('total-commands') == '6'
@@ -124,7 +62,8 @@ def test_the_report_of_a_real_build(tmp_path):
     assert len(dom.by_class('longest-row')) == 6
     assert dom.card('wall-time').endswith(' s')
     failed = dom.text('failed')
-    assert "echo oops >&2; exit 3" in failed and 'exit 3' in failed
+    assert "echo oops >&2; exit 3" in failed and 'exit 3' in failed and 'oops\n' in failed
+    assert 'spawnpool run -j2 -k --output=sync' in dom.text('subtitle')
     assert len(dom.by_class('critical-row')) >= 1
     longest = [''.join(e[2]) for e in dom.by_class('longest-row')]
     assert longest[0].startswith('sleep 0.4')      # the longest first
@@ -166,7 +105,7 @@ def test_every_section_from_a_trace_with_dependencies_waits_and_memory(tmp_path)
     trace.write_text(json.dumps({'traceEvents': events, 'displayTimeUnit': 'ms'}))
     dom = render(tmp_path, trace, 'all-sections')
 
-    assert len([e for e in dom.by_class('command') if e[0] == 'rect']) == 5
+    assert len(dom.bars()) == 5
     assert dom.card('total-commands') == '6'
     assert dom.card('total-failed') == '2'
     assert dom.card('memory-mode') == 'cgroup per command'

@@ -87,3 +87,28 @@ def test_without_the_pool_the_options_do_nothing(pool_module, projects):
     rp = plugged.scons(argv=argv, env=plugged.env(True))
     assert (rp.returncode, rp.stdout, rp.stderr) == (rs.returncode, rs.stdout, rs.stderr)
     assert not (plugged.root / 'build.trace.json').exists()
+
+
+def test_trace_names_each_commands_targets_and_inputs(pool_module, project):
+    """For the report's critical path (tests/report draws it in a browser): each command
+    of an action carries its targets and inputs as SCons names them; the report option
+    writes the page at the end, from a temporary trace when none was asked for."""
+    report = project.root / 'build.html'
+    r = project.scons('-Q', '-j2', trace_option(project),
+                      '--process-spawner-report=%s' % report, 'main', pool=True)
+    assert r.returncode == 0, r
+    events = trace_events(project.root / 'build.trace.json')
+    by_target = {tuple(e['args']['targets']): e['args'] for e in events if 'targets' in e['args']}
+    compile_ = by_target[(os.path.join('lib', 'checksum.o'),)]
+    assert os.path.join('lib', 'checksum.c') in compile_['inputs'], compile_
+    link = by_target[(os.path.join('app', 'wc_tool'),)]
+    assert os.path.join('app', 'wc_tool.o') in link['inputs'], link
+    assert os.path.join('lib', 'libtextstat.a') in link['inputs'], link
+    page = report.read_text()
+    assert page.startswith('<!DOCTYPE html>') and '"lib/checksum.o"' in page
+
+    report.unlink()
+    r = project.scons('-Q', '-c', 'main', pool=True)
+    r = project.scons('-Q', '-j2', '--process-spawner-report=%s' % report, 'main', pool=True)
+    assert r.returncode == 0 and r.stderr == '', r
+    assert '"lib/checksum.o"' in report.read_text()

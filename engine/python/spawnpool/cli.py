@@ -1,7 +1,11 @@
 """``spawnpool run``: one shell command per input line, through the pool (like xargs -P).
 
     spawnpool run -j 4 commands.txt
-    generate-commands | spawnpool run -j 8 --output=sync --stats -
+    generate-commands | spawnpool run -j 8 --output=sync --stats --report=run.html -
+    spawnpool report build.trace.json -o report.html
+
+(``spawnpool report`` writes the HTML build report of a trace, report.py; exit 1 with
+one line saying why when it cannot.)
 
 Each non-blank line runs as ``/bin/sh -c LINE`` (directly when it needs no shell, see
 direct_exec.py), at most N at a time.  As make does, the first failure stops new commands
@@ -39,6 +43,8 @@ def main(argv=None):
     args = _parser().parse_args(argv)
     if args.command == 'run':
         return run_command(args)
+    if args.command == 'report':
+        return report_command(args)
     return 2
 
 
@@ -55,7 +61,25 @@ def _parser():
     run.add_argument('-k', '--keep-going', action='store_true',
                      help='keep starting commands after one failed')
     add_to_argparse(run)
+    report = sub.add_parser('report', help='write the HTML report of a build from its trace',
+                            description='Write one self-contained HTML page of a build from '
+                            'its Chrome trace (--trace, --process-spawner-trace): the slots\' '
+                            'timeline, parallelism, memory, the longest commands, the waits, '
+                            'the failed commands and the critical path.')
+    report.add_argument('trace', metavar='TRACE', help='the trace (JSON)')
+    report.add_argument('-o', '--output', metavar='FILE', default=None,
+                        help='the page to write (default: TRACE with .html for .json)')
     return parser
+
+
+def report_command(args):
+    from .report import write_report
+    output = args.output or os.path.splitext(args.trace)[0] + '.html'
+    problem = write_report(args.trace, output)
+    if problem:
+        sys.stderr.write('%s report: %s\n' % (_PROG, problem))
+        return 1
+    return 0
 
 
 def _positive_int(text):

@@ -58,6 +58,9 @@ OPTIONS = (
            choices=('passthrough', 'sync'), metavar='MODE'),
     Option('trace', 'string', 'write a Chrome trace-event file of the commands (Perfetto, '
            'chrome://tracing)', metavar='FILE'),
+    Option('report', 'string', 'at the end, write an HTML report of the build to FILE '
+           '(timeline, waits, failed commands, critical path; spawnpool report)',
+           metavar='FILE'),
     Option('stats', 'flag', 'print command and pool statistics at the end', default=False),
     Option('direct-exec', 'choice', 'run commands without shell syntax without sh '
            '(default: yes)', default='yes', choices=('yes', 'no'), metavar='yes|no',
@@ -82,9 +85,9 @@ OPTIONS = (
 
 class Settings:
     """The options' values for one build.  `flag(name)` spells an option as the front
-    end does, for messages; `base_dir` is where a relative trace or history path starts;
-    `default_history` is the history with memory admission when none is named (SCons:
-    .spawnpool/ at the top of the build; None: no history)."""
+    end does, for messages; `base_dir` is where a relative trace, report or history path
+    starts; `default_history` is the history with memory admission when none is named
+    (SCons: .spawnpool/ at the top of the build; None: no history)."""
 
     def __init__(self, flag_prefix='--', base_dir=None, default_history=None, **values):
         self.flag_prefix = flag_prefix

@@ -26,13 +26,17 @@ session is built, started and finished by one thread.
 """
 
 import os
+import shlex
 import signal
+import sys
+import tempfile
 
 from .command import shell_line
 from .direct_exec import DirectExec
 from .gate import Gate, LocalSlots
 from .launcher import CompileClassifier, Launcher
 from .output_sync import OutputSync, SyncOutput
+from .report import write_report
 from .stats import Stats
 from .trace import TraceWriter
 
@@ -63,15 +67,22 @@ class Session:
     alone).  `warn(text)` reports a problem that leaves the build going (an unwritable
     trace, a launcher not on PATH, an unusable jobserver); `jobserver` is a
     JobserverClient probed early, or None; `watch` an interrupts.SignalWatch, or None.
+    With a report asked for, the trace is recorded (into a temporary file if no trace
+    was asked for) and finish() writes the report from it; `command_args` goes to the
+    trace (trace.py), and the build's command line is process_name's program and argv.
     """
 
     def __init__(self, settings, slots, warn, jobserver=None, watch=None,
-                 process_name='spawnpool', prefix='spawnpool'):
+                 process_name='spawnpool', prefix='spawnpool', command_args=None):
         self.settings = settings
+        self._warn = warn
         if settings.history and not settings.memory_on:
             warn('%s: only used with %s; ignored' % (settings.flag('history'),
                                                       settings.flag('memory')))
-        self.trace = self._open_trace(settings, process_name, warn)
+        self._report = os.path.join(settings.base_dir, settings.report) if settings.report \
+            else None
+        self._temporary_trace = None    # the trace's path when only the report wants it
+        self.trace = self._open_trace(process_name, command_args)
         self.stats = Stats(slots=slots) if settings.stats else None
         self.sync = OutputSync() if settings.output == 'sync' else None
         launcher = self._launcher(settings, warn)
@@ -138,11 +149,23 @@ class Session:
             cancel(signum)
 
     def finish(self):
-        """At the end: close the trace, give make back its tokens (idempotent)."""
+        """At the end: close the trace, write the report, give make back its tokens
+        (idempotent)."""
         if self.trace is not None:
             self.trace.close()
+            if self._report is not None:
+                self._write_report(self.trace.path)
+        self._report = None
+        if self._temporary_trace is not None:
+            _remove(self._temporary_trace)
+            self._temporary_trace = None
         if self.gate is not None:
             self.gate.close()
+
+    def _write_report(self, trace_path):
+        problem = write_report(trace_path, self._report)
+        if problem:
+            self._warn('%s: %s' % (self.settings.flag('report'), problem))
 
     def report(self, stats_prefix, line_prefix='', summary=True):
         """The statistics (if asked for) and, with a launcher and `summary`, what the
@@ -158,16 +181,29 @@ class Session:
         """Whether anything but direct exec is asked for (direct exec is the default)."""
         return bool(self.trace or self.stats or self.sync or self.gate)
 
-    @staticmethod
-    def _open_trace(settings, process_name, warn):
-        if not settings.trace:
+    def _open_trace(self, process_name, command_args):
+        """The trace asked for, else a temporary one for the report, else None."""
+        settings = self.settings
+        line = ' '.join(shlex.quote(a) for a in process_name.split()[:1] + sys.argv[1:])
+        if settings.trace:
+            try:
+                return TraceWriter(os.path.join(settings.base_dir, settings.trace),
+                                   process_name, line, command_args)
+            except OSError as e:
+                self._warn('%s: cannot write %s: %s%s' % (
+                    settings.flag('trace'), settings.trace, e.strerror or e,
+                    '; no report either' if self._report else ''))
+                self._report = None
+                return None
+        if self._report is None:
             return None
-        path = os.path.join(settings.base_dir, settings.trace)
         try:
-            return TraceWriter(path, process_name=process_name)
+            self._temporary_trace = _temporary_file()
+            return TraceWriter(self._temporary_trace, process_name, line, command_args)
         except OSError as e:
-            warn('%s: cannot write %s: %s' % (settings.flag('trace'), settings.trace,
-                                             e.strerror or e))
+            self._warn('%s: cannot record the build in %s: %s' % (
+                settings.flag('report'), tempfile.gettempdir(), e.strerror or e))
+            self._report = None
             return None
 
     @staticmethod
@@ -183,6 +219,19 @@ class Session:
         if not launcher.found:
             warn('%s: %s is not on PATH' % (settings.flag('launcher'), launcher.name))
         return launcher
+
+
+def _temporary_file():
+    fd, path = tempfile.mkstemp(prefix='spawnpool-trace-', suffix='.json')
+    os.close(fd)
+    return path
+
+
+def _remove(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def _cpus():

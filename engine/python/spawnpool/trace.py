@@ -10,6 +10,13 @@ prediction and memory wait; a counter track ("ph": "C", "memory in use") shows a
 dispatch what the running commands were predicted to use and what the pool's cgroup
 measured; an OOM retry is an instant event on its slot where the second run starts.
 
+For the build report (engine/src/report, `spawnpool report`): a metadata event
+``spawnpool_build`` holds the build's command line and, once known, what measured the
+memory; a failed command whose output was captured (output sync, a caller's capture)
+keeps it in args ``output``; and `command_args`, a callable run on the thread that ran
+the command, may add fields of its own (the SCons plugin: the ``targets`` and ``inputs``
+of the action, from which the report draws the critical path).
+
 The file is valid JSON after every event, not only at the end: it is written as
 ``{"traceEvents":[ ...events... ],"displayTimeUnit":"ms"}`` and each new event goes in
 with one pwrite() over the closing tail, carrying a new tail behind it.  So a build that
@@ -31,12 +38,17 @@ _HEAD = b'{"traceEvents":['
 _TAIL = b'\n],"displayTimeUnit":"ms"}\n'
 _dumps = json.JSONEncoder(separators=(',', ':'), ensure_ascii=True).encode
 _MIB = float(1 << 20)
+_OUTPUT_CHARS = 16000       # a failed command's output kept in the trace, at most
+# What Result.memory_source says measured a command's peak, as the report shows it.
+_MEMORY_MODES = {'cgroup': 'cgroup per command', 'rusage': 'largest process (ru_maxrss)'}
 
 
 class TraceWriter:
-    """Writes the trace to `path` (created or truncated now)."""
+    """Writes the trace to `path` (created or truncated now).  `command_line`: the
+    build's, for the report; `command_args()`: a dict of more args for the command just
+    recorded, or None (called on its thread; an exception in it is ignored)."""
 
-    def __init__(self, path, process_name='spawnpool'):
+    def __init__(self, path, process_name='spawnpool', command_line=None, command_args=None):
         self.path = os.fspath(path)
         self._lock = threading.Lock()
         self._pid = os.getpid()
@@ -46,9 +58,13 @@ class TraceWriter:
                            0o666)
         self._end = len(_HEAD)     # where the tail starts: the next event goes there
         self._first = True
+        self._command_args = command_args
+        self._memory_mode = None    # written once, at the first command measured
         os.write(self._fd, _HEAD + _TAIL)
         self._append({'name': 'process_name', 'ph': 'M', 'pid': self._pid, 'tid': 0,
                       'args': {'name': process_name}})
+        if command_line:
+            self._append(self._build_info(command_line=command_line))
 
     def add(self, result, command):
         """Record one command's Result (`command`: its line, for the event's name)."""
@@ -72,8 +88,22 @@ class TraceWriter:
                 'pool_overhead_ms': round(overhead_ns / 1e6, 3),
             },
         }
-        extra = self._memory_events(result, event['args']) if result.predicted_peak_bytes else ()
+        args = event['args']
+        if result.returncode != 0:
+            output = _output(result)
+            if output is not None:
+                args['output'] = output
+        if self._command_args is not None:
+            try:
+                args.update(self._command_args() or ())
+            except Exception:       # the trace must never fail the build
+                pass
+        extra = self._memory_events(result, args) if result.predicted_peak_bytes else ()
+        mode = _MEMORY_MODES.get(result.memory_source) if extra else None
         with self._lock:
+            if mode and self._memory_mode is None:
+                self._memory_mode = mode
+                self._append_locked(self._build_info(memory_mode=mode))
             if result.slot not in self._slots_named:
                 self._slots_named.add(result.slot)
                 self._append_locked(self._thread_name(result.slot))
@@ -113,6 +143,11 @@ class TraceWriter:
                 os.close(self._fd)
                 self._fd = -1
 
+    def _build_info(self, **args):
+        """The report reads these (the page merges every spawnpool_build event)."""
+        return {'name': 'spawnpool_build', 'ph': 'M', 'pid': self._pid, 'tid': 0,
+                'args': args}
+
     def _thread_name(self, slot):
         return {'name': 'thread_name', 'ph': 'M', 'pid': self._pid, 'tid': slot,
                 'args': {'name': 'slot %d' % slot}}
@@ -148,6 +183,17 @@ class TraceWriter:
             return
         self._end += len(body)
         self._first = False
+
+
+def _output(result):
+    """A command's captured output as text (its start, if long), or None if not captured."""
+    if result.stdout is None and result.stderr is None:
+        return None
+    data = (result.stdout or b'') + (result.stderr or b'')
+    text = data.decode('utf-8', 'replace')
+    if len(text) > _OUTPUT_CHARS:
+        text = text[:_OUTPUT_CHARS] + '\n... (%d more characters)' % (len(text) - _OUTPUT_CHARS)
+    return text
 
 
 def _short(command):
