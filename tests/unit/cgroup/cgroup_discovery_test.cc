@@ -79,7 +79,7 @@ TEST_CASE("no memory cgroup: a reason instead", "[cgroup][discovery]") {
 
 TEST_CASE("this process's memory cgroup is found and readable", "[cgroup][discovery]") {
   const CgroupHierarchy found = find_memory_hierarchy();
-  CGROUP_TEST_SKIP_UNLESS(found.version != CgroupVersion::kNone, found.why_not);
+  TEST_SKIP_UNLESS(found.version != CgroupVersion::kNone, found.why_not);
   CHECK(cgroup_version_of(found.dir) == found.version);
   const std::string path = test::cgroup_of(getpid(), found.version);
   INFO("dir " << found.dir << ", /proc/self/cgroup path " << path);
@@ -96,7 +96,7 @@ TEST_CASE("this process's memory cgroup is found and readable", "[cgroup][discov
 TEST_CASE("the tightest limit of a cgroup and its ancestors binds", "[cgroup][discovery]") {
   std::string why;
   const auto parent = test::TestCgroup::in_memory_hierarchy(why);
-  CGROUP_TEST_SKIP_UNLESS(parent, why);
+  TEST_SKIP_UNLESS(parent, why);
   const std::string child = parent->make_child("inner");
   REQUIRE(!child.empty());
   const bool v1 = parent->version() == CgroupVersion::kV1;
@@ -125,7 +125,7 @@ TEST_CASE("memory.pressure: the driver's v2 cgroup's, never the root's", "[cgrou
     CHECK(memory_pressure_file(hierarchy).empty());  // at the root: /proc/pressure/memory
   std::string why;
   const auto unified = test::TestCgroup::in_unified_hierarchy(why);
-  CGROUP_TEST_SKIP_UNLESS(unified, why);
+  TEST_SKIP_UNLESS(unified, why);
   hierarchy.v2_dir = unified->dir();
   CHECK(memory_pressure_file(hierarchy) == unified->dir() + "/memory.pressure");
   const std::string leaf = unified->make_child("spawnpool-123-driver");

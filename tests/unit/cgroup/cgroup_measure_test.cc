@@ -33,7 +33,7 @@ void with_open_slot(bool unified,
   std::string why;
   const auto pool = unified ? test::TestCgroup::in_unified_hierarchy(why)
                             : test::TestCgroup::in_memory_hierarchy(why);
-  CGROUP_TEST_SKIP_UNLESS(pool, why);
+  TEST_SKIP_UNLESS(pool, why);
   SlotCgroupConfig config;
   config.version = pool->version();
   config.pool_dir = pool->dir();

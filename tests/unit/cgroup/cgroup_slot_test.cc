@@ -46,8 +46,8 @@ void with_slot(bool unified, bool needs_memory,
                const std::function<void(const TestCgroup&, HandMadeSlot&)>& body) {
   test::with_test_cgroup(unified, [&](const TestCgroup& pool) {
     HandMadeSlot made(pool);
-    CGROUP_TEST_SKIP_UNLESS(made.slot.is_open(), made.why_not);
-    CGROUP_TEST_SKIP_UNLESS(!needs_memory || made.slot.measures_memory(),
+    TEST_SKIP_UNLESS(made.slot.is_open(), made.why_not);
+    TEST_SKIP_UNLESS(!needs_memory || made.slot.measures_memory(),
                             "the slot has no memory controller");
     body(pool, made);
   });

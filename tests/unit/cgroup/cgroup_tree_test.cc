@@ -32,10 +32,10 @@ std::string listed_processes(const std::string& dir) {
 TEST_CASE("a pool's tree: one cgroup per slot below the driver's, all gone at close",
           "[cgroup][tree]") {
   const CgroupHierarchy driver = find_memory_hierarchy();
-  CGROUP_TEST_SKIP_UNLESS(driver.version != CgroupVersion::kNone, driver.why_not);
+  TEST_SKIP_UNLESS(driver.version != CgroupVersion::kNone, driver.why_not);
   std::string why;
   auto tree = CgroupTree::create({}, 3, why);
-  CGROUP_TEST_SKIP_UNLESS(tree, why);
+  TEST_SKIP_UNLESS(tree, why);
   const std::string pool = tree->pool_dir();
   CHECK(tree->version() == driver.version);
   CHECK(pool.rfind(driver.dir + "/spawnpool-" + std::to_string(getpid()) + "-", 0) == 0);
@@ -129,8 +129,8 @@ TEST_CASE("a hierarchy the driver may not write to: no tree, the reason, nothing
           "[cgroup][tree][fallback]") {
   std::string why;
   const auto parent = TestCgroup::in_memory_hierarchy(why);
-  CGROUP_TEST_SKIP_UNLESS(parent, why);
-  CGROUP_TEST_SKIP_UNLESS(getuid() == 0, "needs root to become another user");
+  TEST_SKIP_UNLESS(parent, why);
+  TEST_SKIP_UNLESS(getuid() == 0, "needs root to become another user");
   SECTION("another user's cgroup") {
     why = create_as_nobody(parent->dir());
     CHECK(why.find("cannot create " + parent->dir() + "/spawnpool-") == 0);
@@ -145,10 +145,10 @@ TEST_CASE("a hierarchy the driver may not write to: no tree, the reason, nothing
   }
   SECTION("a v2 hierarchy without the memory controller, memory required") {
     const auto unified = TestCgroup::in_unified_hierarchy(why);
-    CGROUP_TEST_SKIP_UNLESS(unified, why);
+    TEST_SKIP_UNLESS(unified, why);
     std::string controllers;
     read_file_text(unified->dir() + "/cgroup.controllers", controllers);
-    CGROUP_TEST_SKIP_UNLESS(controllers.find("memory") == std::string::npos,
+    TEST_SKIP_UNLESS(controllers.find("memory") == std::string::npos,
                             "this v2 hierarchy has the memory controller");
     CgroupTreeOptions options;
     options.parent_dir = unified->dir();

@@ -17,6 +17,7 @@
 #include "engine/src/command/direct_exec.h"
 #include "engine/src/command/prepare_command.h"
 #include "tests/unit/command/command_test_support.h"
+#include "tests/unit/support/test_skip.h"
 #include "tests/unit/support/leak_check.h"
 
 namespace spawnpool::test {
@@ -220,10 +221,7 @@ struct StatusCase {
 };
 
 TEST_CASE("through a pool, direct exec ends as sh does", "[command][direct]") {
-  if (!have_dash()) {
-    WARN("skipped: /bin/dash is not installed");
-    return;
-  }
+  TEST_SKIP_UNLESS(have_dash(), "/bin/dash is not installed");
   const auto signalled = [](int n) { return "exit_as -" + std::to_string(n); };
   const StatusCase c = GENERATE_COPY(values<StatusCase>({
       {"exit_as 0", 0, "", true},
@@ -275,10 +273,7 @@ TEST_CASE("through a pool, direct exec ends as sh does", "[command][direct]") {
 }
 
 TEST_CASE("through a pool, PWD is the one dash exports", "[command][direct]") {
-  if (!have_dash()) {
-    WARN("skipped: /bin/dash is not installed");
-    return;
-  }
+  TEST_SKIP_UNLESS(have_dash(), "/bin/dash is not installed");
   LeakCheck leaks;
   {
     TempDir dir;
@@ -305,10 +300,7 @@ TEST_CASE("through a pool, PWD is the one dash exports", "[command][direct]") {
 }
 
 TEST_CASE("through a pool, sh does the search when there is no PATH", "[command][direct]") {
-  if (!have_dash()) {
-    WARN("skipped: /bin/dash is not installed");
-    return;
-  }
+  TEST_SKIP_UNLESS(have_dash(), "/bin/dash is not installed");
   LeakCheck leaks;
   {
     TempDir dir;

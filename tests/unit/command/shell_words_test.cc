@@ -9,6 +9,7 @@
 
 #include "engine/src/command/shell_words.h"
 #include "tests/unit/command/command_test_support.h"
+#include "tests/unit/support/test_skip.h"
 
 namespace spawnpool::test {
 namespace {
@@ -67,10 +68,7 @@ Words dash_args(const std::string& line) {
 }
 
 TEST_CASE("the parser gives dash's argv for the lines it takes", "[command][shell]") {
-  if (!have_dash()) {
-    WARN("skipped: /bin/dash is not installed");
-    return;
-  }
+  TEST_SKIP_UNLESS(have_dash(), "/bin/dash is not installed");
   for (const std::string& line : kAccepted) {
     CAPTURE(line);
     const auto words = split_simple_command(line);
@@ -119,10 +117,7 @@ const std::vector<std::string> kOddArguments = {
 };
 
 TEST_CASE("SCons-escaped arguments are taken, and give dash's argv", "[command][shell]") {
-  if (!have_dash()) {
-    WARN("skipped: /bin/dash is not installed");
-    return;
-  }
+  TEST_SKIP_UNLESS(have_dash(), "/bin/dash is not installed");
   for (const std::string& arg : kOddArguments) {
     const std::string line = P + " " + scons_escape(arg) + " x";
     CAPTURE(line);
@@ -147,10 +142,7 @@ TEST_CASE("SCons-escaped arguments are taken, and give dash's argv", "[command][
 }
 
 TEST_CASE("random lines the parser takes give dash's argv", "[command][shell]") {
-  if (!have_dash()) {
-    WARN("skipped: /bin/dash is not installed");
-    return;
-  }
+  TEST_SKIP_UNLESS(have_dash(), "/bin/dash is not installed");
   std::mt19937 rng(6);
   const std::string alphabet = "ab  =-./\\\\\"\"''$`*?~#;|&<>(){}![]\t%^@:,+";
   int accepted = 0;

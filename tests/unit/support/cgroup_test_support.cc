@@ -128,10 +128,7 @@ void with_test_cgroup(bool unified, const std::function<void(const TestCgroup&)>
     std::string why;
     const auto cgroup = unified ? TestCgroup::in_unified_hierarchy(why)
                                 : TestCgroup::in_memory_hierarchy(why);
-    if (!cgroup) {
-      WARN("skipped: " << why);
-      return;
-    }
+    TEST_SKIP_UNLESS(cgroup, why);
     body(*cgroup);
     CHECK(reap_all_children(std::chrono::seconds(5)));
   }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/unit/support/test_skip.h"
 #include "worker_pool/cgroup/cgroup_config.h"
 
 namespace spawnpool::test {
@@ -93,12 +94,3 @@ bool process_is_gone(pid_t pid);
 std::string cgroup_of(pid_t pid, detail::CgroupVersion version);
 
 }  // namespace spawnpool::test
-
-/// Catch2 v2 has no SKIP: the test passes with a warning that says why it did not run.
-#define CGROUP_TEST_SKIP_UNLESS(condition, why) \
-  do {                                          \
-    if (!(condition)) {                         \
-      WARN("skipped: " << (why));               \
-      return;                                   \
-    }                                           \
-  } while (false)
