@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "engine/src/report/build_report.h"
+#include "spawnpool/jobserver.h"
 #include "spawnpool/pool.h"
 
 namespace py = pybind11;
@@ -68,13 +69,13 @@ PyObject* g_empty_tuple = nullptr;
 
 // Interned attribute and field names, made once.
 struct Names {
-  PyObject *argv, *env, *cwd, *output;
+  PyObject *argv, *env, *cwd, *output, *local;
   PyObject *returncode, *failure, *error_number, *error_message, *stdout_, *stderr_,
       *user_time, *system_time, *wall_time, *max_rss_kb, *slot, *submitted_ns,
       *dispatched_ns, *received_ns, *launch_ns, *started_ns, *exited_ns, *completed_ns;
   PyObject *peak_memory_bytes, *memory_source, *oom_killed, *oom_retries,
       *predicted_peak_bytes, *memory_wait_ns, *predicted_in_use_bytes,
-      *measured_in_use_bytes;
+      *measured_in_use_bytes, *slot_wait_ns, *local_slot_wait_ns, *jobserver_wait_ns;
   PyObject* source_names[3];  // "none" is never set: the field's default is None
 };
 Names g_names;
@@ -83,7 +84,7 @@ PyObject* intern(const char* name) { return PyUnicode_InternFromString(name); }
 
 void make_names() {
   g_names = Names{intern("argv"),          intern("env"),          intern("cwd"),
-                  intern("output"),        intern("returncode"),   intern("failure"),
+                  intern("output"),        intern("local"),        intern("returncode"),   intern("failure"),
                   intern("error_number"),  intern("error_message"), intern("stdout"),
                   intern("stderr"),        intern("user_time"),    intern("system_time"),
                   intern("wall_time"),     intern("max_rss_kb"),   intern("slot"),
@@ -92,7 +93,8 @@ void make_names() {
                   intern("completed_ns"),  intern("peak_memory_bytes"), intern("memory_source"),
                   intern("oom_killed"),    intern("oom_retries"),  intern("predicted_peak_bytes"),
                   intern("memory_wait_ns"), intern("predicted_in_use_bytes"),
-                  intern("measured_in_use_bytes"),
+                  intern("measured_in_use_bytes"), intern("slot_wait_ns"),
+                  intern("local_slot_wait_ns"), intern("jobserver_wait_ns"),
                   {nullptr, intern("rusage"), intern("cgroup")}};
 }
 
@@ -123,6 +125,20 @@ spawnpool::Command to_command(py::handle command) {
   return out;
 }
 
+/// Its `local` (command.py): whether it counts against the local slots; true when the
+/// object has none.
+spawnpool::SubmitOptions to_submit_options(py::handle command) {
+  spawnpool::SubmitOptions how;
+  PyObject* local = PyObject_GetAttr(command.ptr(), g_names.local);
+  if (!local) {
+    PyErr_Clear();
+    return how;
+  }
+  how.local = PyObject_IsTrue(local) != 0;
+  Py_DECREF(local);
+  return how;
+}
+
 void set_field(PyObject* fields, PyObject* name, PyObject* value) {
   if (!value || PyDict_SetItem(fields, name, value) != 0) {
     Py_XDECREF(value);
@@ -147,8 +163,6 @@ void set_memory_fields(PyObject* d, const spawnpool::Result& r) {
   if (r.oom_retries) set_field(d, g_names.oom_retries, PyLong_FromLong(r.oom_retries));
   if (r.predicted_peak_bytes)
     set_field(d, g_names.predicted_peak_bytes, PyLong_FromLongLong(r.predicted_peak_bytes));
-  if (r.memory_wait_ns)
-    set_field(d, g_names.memory_wait_ns, PyLong_FromLongLong(r.memory_wait_ns));
   if (r.predicted_in_use_bytes)
     set_field(d, g_names.predicted_in_use_bytes, PyLong_FromLongLong(r.predicted_in_use_bytes));
   if (r.measured_in_use_bytes)
@@ -185,6 +199,13 @@ py::object to_python(const spawnpool::Result& r, spawnpool::OutputMode output) {
       {g_names.started_ns, r.started_ns},     {g_names.exited_ns, r.exited_ns},
       {g_names.completed_ns, r.completed_ns}};
   for (const auto& [name, ns] : timestamps) set_field(d, name, PyLong_FromLongLong(ns));
+  // What it waited for (the scheduler's reasons), where it waited at all.
+  const std::pair<PyObject*, std::int64_t> waits[] = {
+      {g_names.slot_wait_ns, r.slot_wait_ns}, {g_names.memory_wait_ns, r.memory_wait_ns},
+      {g_names.local_slot_wait_ns, r.local_slot_wait_ns},
+      {g_names.jobserver_wait_ns, r.jobserver_wait_ns}};
+  for (const auto& [name, ns] : waits)
+    if (ns) set_field(d, name, PyLong_FromLongLong(ns));
   set_memory_fields(d, r);
   if (!g_result_type) throw py::type_error("spawnpool._spawnpool is used without the package");
   PyObject* result = PyObject_Call(g_result_type, g_empty_tuple, d);
@@ -224,7 +245,9 @@ class PyPool {
  public:
   PyPool(std::size_t slots, std::string spawner, std::size_t output_chunk_bytes,
          bool same_cpu_handoff, py::handle memory_budget, py::handle history,
-         py::handle cgroup_parent, std::string warning_prefix) {
+         py::handle cgroup_parent, std::string warning_prefix,
+         std::shared_ptr<spawnpool::Jobserver> jobserver, std::size_t local_slots,
+         int stop_signal_fd) {
     spawnpool::PoolOptions options;
     options.slots = slots;
     options.spawner_path = std::move(spawner);
@@ -234,6 +257,9 @@ class PyPool {
     options.memory_history_path = optional_path(history);
     options.memory_cgroup_parent = optional_path(cgroup_parent);
     options.warn = warnings_to_stderr(std::move(warning_prefix));
+    options.jobserver = std::move(jobserver);
+    options.local_slots = local_slots;
+    options.stop_signal_fd = stop_signal_fd;
     // Starting a pool with memory admission reads the history (SQLite) and makes cgroups.
     py::gil_scoped_release release;
     pool_ = std::make_shared<spawnpool::Pool>(std::move(options));
@@ -243,6 +269,7 @@ class PyPool {
   /// Runs one command; a command that never started is a Result with its failure.
   py::object run(py::handle command_object) {
     const spawnpool::Command command = to_command(command_object);
+    const spawnpool::SubmitOptions how = to_submit_options(command_object);
     std::shared_ptr<spawnpool::Pool> pool = pool_;  // our own: close() may run meanwhile
     if (!pool) return to_python(closed_result(), command.output);
     std::optional<py::error_already_set> raised;
@@ -252,7 +279,7 @@ class PyPool {
     // whose unwinding must not cross a noexcept destructor (std::terminate).
     PyThreadState* saved = PyEval_SaveThread();
     try {
-      spawnpool::Job job = pool->submit(command);
+      spawnpool::Job job = pool->submit(command, how);
       r = pool->wait(job, on_main_thread() ? tick_for(raised) : spawnpool::WaitTick{});
     } catch (...) {
       PyEval_RestoreThread(saved);
@@ -265,6 +292,15 @@ class PyPool {
 
   void cancel(int sig) {
     if (pool_) pool_->cancel_all(sig);
+  }
+  /// Pool::interrupt(): waiting and later commands come back as killed by `sig`. Takes
+  /// only the scheduler's lock, which nobody holds while waiting: safe from a signal
+  /// handler (Python runs them between bytecodes, in the main thread).
+  void interrupt(int sig) {
+    if (std::shared_ptr<spawnpool::Pool> pool = pool_) {
+      py::gil_scoped_release release;
+      pool->interrupt(sig);
+    }
   }
   /// Ends the spawners now and lets the segment go as soon as no run() holds it, rather
   /// than when Python collects this object (a traceback can keep it alive for long).
@@ -331,15 +367,36 @@ PYBIND11_MODULE(_spawnpool, m) {
       py::arg("trace_path"), py::arg("report_path"),
       "Write the HTML build report of a Chrome trace (report.py); '' or what failed.");
 
+  // make's jobserver (spawnpool/jobserver.h): opened once, early, shared by the pools.
+  py::class_<spawnpool::Jobserver, std::shared_ptr<spawnpool::Jobserver>>(m, "Jobserver")
+      .def_static("from_makeflags", &spawnpool::Jobserver::from_makeflags, py::arg("makeflags"),
+                  "The client for the jobserver MAKEFLAGS names, or None.")
+      .def_property_readonly("usable", &spawnpool::Jobserver::usable)
+      .def_property_readonly("problem", [](const spawnpool::Jobserver& j) {
+        return j.problem().empty() ? py::object(py::none()) : py::object(py::str(j.problem()));
+      })
+      .def_property_readonly("hint", [](const spawnpool::Jobserver& j) {
+        return j.hint().empty() ? py::object(py::none()) : py::object(py::str(j.hint()));
+      })
+      .def_property_readonly("tokens_held", &spawnpool::Jobserver::tokens_held)
+      .def_property_readonly("max_running", &spawnpool::Jobserver::max_running)
+      .def("claim_warning", &spawnpool::Jobserver::claim_warning)
+      .def("keep_from_commands", &spawnpool::Jobserver::keep_from_commands)
+      .def("return_all", &spawnpool::Jobserver::return_all);
+
   py::class_<PyPool>(m, "Pool")
       .def(py::init<std::size_t, std::string, std::size_t, bool, py::handle, py::handle,
-                    py::handle, std::string>(),
+                    py::handle, std::string, std::shared_ptr<spawnpool::Jobserver>,
+                    std::size_t, int>(),
            py::arg("slots"), py::arg("spawner"), py::arg("output_chunk_bytes") = std::size_t{1} << 20,
            py::arg("same_cpu_handoff") = true, py::arg("memory_budget") = py::none(),
            py::arg("history") = py::none(), py::arg("cgroup_parent") = py::none(),
-           py::arg("warning_prefix") = "spawnpool: warning: ")
+           py::arg("warning_prefix") = "spawnpool: warning: ",
+           py::arg("jobserver") = py::none(), py::arg("local_slots") = 0,
+           py::arg("stop_signal_fd") = -1)
       .def("run", &PyPool::run, py::arg("command"))
       .def("cancel", &PyPool::cancel, py::arg("sig") = SIGTERM)
+      .def("interrupt", &PyPool::interrupt, py::arg("sig") = SIGINT)
       .def("close", &PyPool::close)
       .def_property_readonly("slots", &PyPool::slots)
       .def_property_readonly("spawner_pids", &PyPool::spawner_pids);

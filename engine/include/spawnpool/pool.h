@@ -11,6 +11,7 @@
 #include <string>
 
 #include "spawnpool/command.h"
+#include "spawnpool/jobserver.h"
 #include "spawnpool/memory_budget.h"
 #include "spawnpool/result.h"
 
@@ -36,6 +37,24 @@ struct PoolOptions {
   /// "The CPU hint".
   bool same_cpu_handoff = true;
 
+  // Admission: the Scheduler grants a command everything at once, at its dispatch: a
+  // slot, a local slot (if it is local), a jobserver token and memory; a command never
+  // holds one while it waits for another (docs/architecture.md, "One admission point").
+  /// make's job slots, shared by every pool of the process (Jobserver::from_environment()
+  /// early, then one for all pools); each running command holds one. Null: none. An
+  /// unusable one runs one command at a time and says why once (warn).
+  std::shared_ptr<Jobserver> jobserver;
+  /// At most this many commands submitted as local (SubmitOptions::local) run at once:
+  /// with a compiler launcher, the commands that do not go through it. 0: no limit.
+  std::size_t local_slots = 0;
+  /// The read end of a pipe that receives a byte (the signal's number) for each signal
+  /// the driver takes (Python's signal.set_wakeup_fd()); -1: none. Before a dispatched
+  /// command starts, the pool looks there (and at SIGINT, SIGTERM, SIGHUP pending): one
+  /// of those means interrupt(sig) before the command starts. Closes the window between
+  /// a Ctrl-C, which frees slots as it kills the running commands, and the driver's own
+  /// handler, which may run later. Bytes of other signals are dropped. Not owned.
+  int stop_signal_fd = -1;
+
   // Memory-aware admission (docs/features.md, "Memory-aware admission"). Off by default:
   // the pool then creates no cgroup and keeps no history, and peaks come from ru_maxrss.
   /// With a budget, each slot gets a cgroup (peaks of the whole command, OOM kills, cancel
@@ -54,6 +73,13 @@ struct PoolOptions {
   /// called from any thread (the history's writer too), never with a pool lock held.
   /// Unset: "spawnpool: warning: <sentence>" on stderr.
   std::function<void(const std::string&)> warn;
+};
+
+/// How one command is to be admitted.
+struct SubmitOptions {
+  /// Counts against PoolOptions::local_slots: it runs on this machine (with a compiler
+  /// launcher, every command that does not go through it).
+  bool local = true;
 };
 
 /// A submitted command: it owns the command's state until its result is collected.
@@ -95,10 +121,12 @@ class Pool {
   Result run(const Command& command);
   /// Hands `command` to a free slot, waiting for one while all are busy (a slot stays
   /// busy until its Job is waited for).
-  Job submit(const Command& command);
+  /// It waits until it has everything it needs (PoolOptions, "Admission"); after
+  /// interrupt(sig) it does not start: its result has returncode -sig.
+  Job submit(const Command& command, const SubmitOptions& how = {});
   /// As submit(), but returns nothing instead of waiting when the scheduler would not
   /// start the command now (every slot busy, or others queued before it).
-  std::optional<Job> try_submit(const Command& command);
+  std::optional<Job> try_submit(const Command& command, const SubmitOptions& how = {});
   /// Waits for `job` and returns its result; `job` is then empty. `tick`, if set, is
   /// called every `tick_period` while the command runs.
   Result wait(Job& job, const WaitTick& tick = {},
@@ -110,6 +138,11 @@ class Pool {
   /// submitted before and is to run again after an OOM kill does not: its killed run is
   /// its result (an interrupted build must not start it again).
   void cancel_all(int sig);
+  /// The build was interrupted by `sig`: commands waiting to start, and any submitted
+  /// later, come back with returncode -sig without running (as if `sig` had killed
+  /// them); running ones are left alone (cancel_all() signals them), and give back
+  /// their tokens as they end. Safe from any thread; the first signal stays.
+  void interrupt(int sig);
 
   /// Ends the spawners (their running commands get SIGKILL) and waits for them.
   /// A command in flight comes back killed by SIGKILL (returncode -9) if its spawner

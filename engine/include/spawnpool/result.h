@@ -51,6 +51,14 @@ struct Result {
   std::int64_t started_ns = 0;
   std::int64_t exited_ns = 0;
   std::int64_t completed_ns = 0;
+  // What it waited for between submitted_ns and dispatched_ns, over all its runs, as the
+  // scheduler names it (one reason at a time: the first thing it lacked): a free slot,
+  // admission while a slot was free (memory, or an OOM retry running alone), a local
+  // slot (PoolOptions::local_slots), a make jobserver token (PoolOptions::jobserver).
+  std::int64_t slot_wait_ns = 0;
+  std::int64_t memory_wait_ns = 0;
+  std::int64_t local_slot_wait_ns = 0;
+  std::int64_t jobserver_wait_ns = 0;
 
   // Memory (docs/features.md, "Memory-aware admission"). Without a memory budget only the
   // first two are set, from ru_maxrss.
@@ -62,9 +70,6 @@ struct Result {
   bool oom_killed = false;
   int oom_retries = 0;                         ///< runs again after an OOM kill (0 or 1)
   std::int64_t predicted_peak_bytes = 0;       ///< the admission's forecast; 0: none
-  /// Time it waited for admission while a slot was free (memory, or an OOM retry running
-  /// alone), over all its runs.
-  std::int64_t memory_wait_ns = 0;
   /// At its (last) dispatch, for the trace's memory counter: the running commands'
   /// predicted peaks, its own included, and what the pool's cgroup used (0: unknown).
   std::int64_t predicted_in_use_bytes = 0;

@@ -44,11 +44,12 @@ _fspath = os.fspath
 class Command:
     """One command: argv (argv[0] is searched on PATH from env, as execvp does), env (a
     complete mapping, or None: this process's environment), cwd (None: the current
-    directory now) and the output mode."""
+    directory now), the output mode, and `local`: whether it counts against the pool's
+    local slots (with a compiler launcher, every command not sent through it)."""
 
-    __slots__ = ('argv', 'env', 'cwd', 'output')
+    __slots__ = ('argv', 'env', 'cwd', 'output', 'local')
 
-    def __init__(self, argv, env=None, cwd=None, output=PASSTHROUGH):
+    def __init__(self, argv, env=None, cwd=None, output=PASSTHROUGH, local=True):
         self.argv = argv
         self.env = env
         if cwd is None:
@@ -57,6 +58,7 @@ class Command:
             cwd = _absolute(cwd)
         self.cwd = cwd
         self.output = output
+        self.local = local
 
     @property
     def environment(self):
@@ -109,13 +111,18 @@ class Result(types.SimpleNamespace):
     launch_ns = 0
     # Memory (issue 12): peak of the command (0 unknown), where the figure comes from
     # (None, 'rusage', 'cgroup'), an OOM kill and its retries, the admission's forecast
-    # (0: none) and the time it waited for memory while a slot was free.
+    # (0: none).
     peak_memory_bytes = 0
     memory_source = None
     oom_killed = False
     oom_retries = 0
     predicted_peak_bytes = 0
+    # What it waited for before it started (the pool's scheduler names the reason): a
+    # free slot, memory while a slot was free, a local slot, a make jobserver token.
+    slot_wait_ns = 0
     memory_wait_ns = 0
+    local_slot_wait_ns = 0
+    jobserver_wait_ns = 0
 
     @property
     def started(self):

@@ -73,7 +73,8 @@ class DirectExec:
             env = command.environment
             if 'PATH' in env or '/' in words[0]:   # dash's default PATH is not execvp's
                 output = command.output
-                result = self.inner.run(Command(words, shell_env(env, cwd), cwd, output))
+                result = self.inner.run(Command(words, shell_env(env, cwd), cwd, output,
+                                                command.local))
                 if result.failure != 'exec':
                     if result.failure is None and result.returncode < 0:
                         _as_sh_would(result, output)

@@ -106,7 +106,7 @@ class SyncOutput:
             return self.inner.run(command)      # the caller captures: its bytes
         sync = self.sync
         result = self.inner.run(Command(command.argv, command.env, command.cwd,
-                                        sync.capture_mode))
+                                        sync.capture_mode, command.local))
         sync.emit(result.stdout, result.stderr)
         return result
 

@@ -24,6 +24,10 @@ PoolOptions resolved(PoolOptions options) {
       const std::string line = "spawnpool: warning: " + message + "\n";
       (void)!write(2, line.data(), line.size());  // one write: lines of threads never mix
     };
+  const std::shared_ptr<Jobserver>& jobserver = options.jobserver;
+  if (jobserver && !jobserver->usable() && jobserver->claim_warning())
+    options.warn(jobserver->problem() + "; running one command at a time" +
+                 (jobserver->hint().empty() ? "" : " (" + jobserver->hint() + ")"));
   return options;
 }
 
@@ -87,13 +91,15 @@ Result Pool::run(const Command& command) {
 }
 
 // A bare embedder's command goes through the door too: the defaults are decided there.
-Job Pool::submit(const Command& command) {
+Job Pool::submit(const Command& command, const SubmitOptions& how) {
   detail::PreparedCommand prepared = detail::prepare_command(command);
+  prepared.local = how.local;
   return Job(core_, core_->submit(prepared, true));
 }
 
-std::optional<Job> Pool::try_submit(const Command& command) {
+std::optional<Job> Pool::try_submit(const Command& command, const SubmitOptions& how) {
   detail::PreparedCommand prepared = detail::prepare_command(command);
+  prepared.local = how.local;
   std::unique_ptr<detail::JobState> state = core_->submit(prepared, false);
   if (!state) return std::nullopt;
   return Job(core_, std::move(state));
@@ -113,6 +119,7 @@ void Pool::cancel(const Job& job, int sig) {
 }
 
 void Pool::cancel_all(int sig) { core_->cancel_all(sig); }
+void Pool::interrupt(int sig) { core_->interrupt(sig); }
 void Pool::close() { core_->close(); }
 std::size_t Pool::slots() const { return core_->slot_count(); }
 std::vector<int> Pool::spawner_pids() const { return core_->spawner_pids(); }

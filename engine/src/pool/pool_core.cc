@@ -10,6 +10,7 @@
 
 #include "engine/src/command/command_key.h"
 #include "engine/src/pool/command_fields.h"
+#include "engine/src/pool/stop_signal.h"
 #include "engine/src/scheduler/fifo_policy.h"
 #include "worker_pool/protocol/monotonic_clock.h"
 
@@ -95,6 +96,18 @@ std::unique_ptr<SchedulingPolicy> policy_for(PoolMemory* memory) {
   return std::make_unique<FifoPolicy>();
 }
 
+Scheduler::Grants grants_for(const PoolOptions& options) {
+  return {options.local_slots, options.jobserver};
+}
+
+// A command that never started because the build was interrupted: as if `sig` killed it
+// (the driver reports the interruption), not a failure of the pool.
+Result interrupted_by(int sig) {
+  Result r;
+  r.returncode = -sig;
+  return r;
+}
+
 }  // namespace
 
 PoolCore::PoolCore(const PoolOptions& options)
@@ -107,7 +120,7 @@ PoolCore::PoolCore(const PoolOptions& options)
       supervisor_(options.spawner_path, options.start_timeout, segment_, channels_,
                   spawner_arguments(memory_.get(), options.slots),
                   memory_ ? memory_->cgroups() : nullptr),
-      scheduler_(options.slots, policy_for(memory_.get())) {
+      scheduler_(options.slots, policy_for(memory_.get()), 0, grants_for(options)) {
   supervisor_.start();
 }
 
@@ -120,6 +133,7 @@ std::unique_ptr<JobState> PoolCore::submit(PreparedCommand& prepared, bool block
   if (memory_) job->cancel_alls_at_submit = cancel_alls_.load(std::memory_order_relaxed);
   job->output = command.output;
   job->cwd = command.cwd;
+  job->scheduling.local = prepared.local;
   if (scheduler_.wants_keys()) job->scheduling.key = prepared.key = make_command_key(prepared);
   const Scheduler::Dispatch dispatch =
       blocking ? scheduler_.acquire(job->scheduling) : scheduler_.try_acquire(job->scheduling);
@@ -127,8 +141,14 @@ std::unique_ptr<JobState> PoolCore::submit(PreparedCommand& prepared, bool block
     job->result = failure(FailureStage::kPoolClosed, ESHUTDOWN, "the pool is closed");
     return job;
   }
+  if (dispatch.interrupted) {
+    job->result = interrupted_by(dispatch.interrupted);
+    add_wait_fields(job->scheduling, job->result);
+    return job;
+  }
   if (dispatch.slot < 0) return nullptr;
   job->slot = dispatch.slot;
+  if (stopped_before_start(*job)) return job;
   SpawnerLoss loss;
   if (!supervisor_.ensure_alive(job->slot, loss)) {
     finish_unsent(*job, failure(loss.stage, error_number_for(loss.stage), loss.description));
@@ -159,6 +179,18 @@ void PoolCore::hand_over(JobState& job) {
   channels_[job.slot]->hand_request_over(job.spawner_pinned);
 }
 
+// The driver took a stop signal its handler has not acted on yet (PoolOptions::
+// stop_signal_fd): this command and every queued one do not start.
+bool PoolCore::stopped_before_start(JobState& job) {
+  if (options_.stop_signal_fd < 0) return false;
+  const int sig = stop_signal_arrived(options_.stop_signal_fd);
+  if (!sig) return false;
+  scheduler_.interrupt(sig);
+  finish_unsent(job, interrupted_by(sig));
+  add_wait_fields(job.scheduling, job.result);
+  return true;
+}
+
 // A job that got a slot but never reached its spawner gives the slot back at once.
 void PoolCore::finish_unsent(JobState& job, Result result) {
   scheduler_.release(job.slot, job.scheduling, result);
@@ -174,6 +206,7 @@ Result PoolCore::wait(JobState& job, const WaitTick& tick, std::chrono::millisec
   if (r.oom_killed && memory_) r = run_again_alone(job, std::move(r), tick, tick_period);
   if (job.slot >= 0) scheduler_.release(job.slot, job.scheduling, r);
   job.slot = -1;
+  add_wait_fields(job.scheduling, r);
   if (memory_) {
     memory_->record(job.scheduling, r);
     add_memory_fields(job, r);
@@ -218,10 +251,16 @@ Result PoolCore::run_again_alone(JobState& job, Result killed, const WaitTick& t
 void PoolCore::add_memory_fields(const JobState& job, Result& r) const {
   const JobInfo& info = job.scheduling;
   r.predicted_peak_bytes = info.predicted_peak_bytes;
-  r.memory_wait_ns = info.admission_wait_ns;
   r.predicted_in_use_bytes = info.predicted_in_use_bytes;
   r.measured_in_use_bytes = job.measured_in_use_bytes;
   if (r.oom_killed) r.error_message = PoolMemory::oom_message(r.peak_memory_bytes, info.budget_bytes);
+}
+
+void PoolCore::add_wait_fields(const JobInfo& info, Result& r) {
+  r.slot_wait_ns = info.slot_wait_ns;
+  r.memory_wait_ns = info.admission_wait_ns;
+  r.local_slot_wait_ns = info.local_slot_wait_ns;
+  r.jobserver_wait_ns = info.jobserver_wait_ns;
 }
 
 Result PoolCore::collect(JobState& job, const WaitTick& tick,

@@ -44,6 +44,8 @@ class PoolCore {
   /// Sends `sig` to the process group of `job`'s command, if it still runs.
   void cancel(const JobState& job, int sig);
   void cancel_all(int sig);
+  /// Pool::interrupt(): queued and later commands come back as killed by `sig`.
+  void interrupt(int sig) { scheduler_.interrupt(sig); }
   void close();
   std::size_t slot_count() const { return channels_.size(); }
   std::vector<int> spawner_pids() const { return supervisor_.pids(); }
@@ -55,6 +57,8 @@ class PoolCore {
   Result run_again_alone(JobState& job, Result killed, const WaitTick& tick,
                          std::chrono::milliseconds tick_period);
   void add_memory_fields(const JobState& job, Result& r) const;
+  static void add_wait_fields(const JobInfo& info, Result& r);
+  bool stopped_before_start(JobState& job);
 
   const PoolOptions options_;
   const std::uint64_t arg_max_;  // what execve() accepts in all (RLIMIT_STACK / 4)

@@ -40,7 +40,17 @@ struct JobInfo {
   std::uint32_t times_passed = 0;     ///< jobs queued after it that started before it
   std::int64_t submitted_ns = 0;      ///< CLOCK_MONOTONIC, as Result::submitted_ns
   std::int64_t dispatched_ns = 0;     ///< when it got its slot; 0 until then
-  std::int64_t admission_wait_ns = 0; ///< time it waited while a slot was free (all runs)
+  /// Needs a local slot (Scheduler::Grants::local_slots): it does not go through the
+  /// compiler launcher. Set by the submitter.
+  bool local = false;
+  // What it waited for, over all its runs (the Scheduler names one reason at a time:
+  // the first thing it lacked at its last look, in the order slot, memory, local slot,
+  // jobserver token). The admission wait is the policy's: memory, or an OOM retry's
+  // running alone.
+  std::int64_t slot_wait_ns = 0;
+  std::int64_t admission_wait_ns = 0;
+  std::int64_t local_slot_wait_ns = 0;
+  std::int64_t jobserver_wait_ns = 0;
   // Written by the policy at on_dispatch(), for the result and its messages.
   std::int64_t predicted_in_use_bytes = 0;  ///< running predictions, its own included
   std::int64_t budget_bytes = 0;            ///< the memory budget then; 0: none
