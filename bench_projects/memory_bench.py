@@ -12,6 +12,8 @@ CPU, every process reaped). Variants:
   admit-cold  scons --process-spawner --process-spawner-memory=auto -j8, a fresh history
               path each run
   admit-warm  the same with one history path kept across runs (primed by one build first)
+  admit-warm-ro  admit-warm inside a mount namespace whose cgroup tree is read-only (as
+              in a Docker container): no slot cgroups, its own kept history
 
 Phase 1 runs the ladder (--rounds rounds, order rotated). The fastest static -j that never
 failed there is the reference. Phase 2 runs --admission-runs rounds of stock-j8, the
@@ -56,7 +58,8 @@ import spawn_bench  # noqa: E402  (machine_info, rotated)
 DEFAULT_CAP_MIB = 3584
 MAX_JOBS = 8
 LADDER = [f"stock-j{j}" for j in range(1, MAX_JOBS + 1)]
-POOL_VARIANTS = ["pool-j8", "admit-cold", "admit-warm"]
+POOL_VARIANTS = ["pool-j8", "admit-cold", "admit-warm", "admit-warm-ro"]
+WARM = ("admit-warm", "admit-warm-ro")
 ERROR_LINE = re.compile(r"scons: \*\*\* \[(.+?)\] (.*)")
 POOL_SITE_INIT = "import spawnpool_scons\nspawnpool_scons.enable()\n"
 
@@ -120,8 +123,8 @@ class Bench:
         if variant == "admit-cold":
             self.cold_count += 1
             return os.path.join(self.history_root, f"cold-{self.cold_count}")
-        if variant == "admit-warm":
-            return os.path.join(self.history_root, "warm")
+        if variant in WARM:
+            return os.path.join(self.history_root, variant[len("admit-"):])
         return None
 
     # ---- one build
@@ -156,7 +159,8 @@ class Bench:
         with memory_cgroup.MemoryCap(self.args.cap_mib << 20) as cap, \
                 open(log_path, "w") as log:
             start = time.monotonic()
-            proc = subprocess.Popen(cap.command([self.tree_rusage, rusage_path] + command),
+            proc = subprocess.Popen(cap.command([self.tree_rusage, rusage_path] + command,
+                                                read_only_tree=variant.endswith("-ro")),
                                     cwd=self.tree, env=self.env(variant not in LADDER),
                                     stdout=log, stderr=subprocess.STDOUT)
             try:
@@ -174,12 +178,17 @@ class Bench:
         with open(log_path, errors="replace") as f:
             log_text = f.read()
         record["errors"] = [f"[{t}] {m}" for t, m in ERROR_LINE.findall(log_text)][:20]
-        record["pool_fallback"] = "warning: --process-spawner" in log_text
+        # The plugin's own warnings ("--process-spawner: could not start ..."), not the
+        # memory option's ("--process-spawner-memory: no per-slot memory cgroups ...").
+        record["pool_fallback"] = "warning: --process-spawner:" in log_text
+        record["no_slot_cgroups"] = "no per-slot memory cgroups" in log_text
         problems = memory_tree.verify(self.params, self.tree)
         record["lost_outputs"] = len(problems)
         record["lost_examples"] = [f"{p} {why}" for p, why in problems[:5]]
+        # A read-only variant that still made slot cgroups did not measure what it names.
         record["ok"] = (proc.returncode == 0 and not record["timed_out"]
-                        and not record["pool_fallback"])
+                        and not record["pool_fallback"]
+                        and record["no_slot_cgroups"] == variant.endswith("-ro"))
         # A whole build whose cap never held its largest command ran that command elsewhere
         # (a pool placing its commands in cgroups outside the driver's): the cap did not bind.
         largest = max(c["mib"] for c in memory_tree.commands(self.params))
@@ -218,7 +227,7 @@ class Bench:
             last = (p.stdout.strip().splitlines() or ["no output"])[-1]
             shown = " ".join(options).replace(os.path.join(check, "history"), "PATH")
             return f"`scons {shown}` failed: {last.strip()}"
-        if "warning: --process-spawner" in p.stdout or parent in (None, "scons", "python3"):
+        if "warning: --process-spawner:" in p.stdout or parent in (None, "scons", "python3"):
             return (f"the plugin fell back to stock spawning (a command's parent was "
                     f"{parent!r}): {p.stdout.strip()[-400:]}")
         return None
@@ -290,8 +299,9 @@ def run_phases(bench, args, result, save):
     pool = [v for v in POOL_VARIANTS if v in variants and v not in unavailable]
     paired = list(dict.fromkeys([v for v in ["stock-j8", reference]
                                  if v in variants or v == args.reference] + pool))
-    if "admit-warm" in pool:
-        build("admit-warm", "prime", -1, "[prime] admit-warm (fills the kept history)")
+    for v in WARM:
+        if v in pool:
+            build(v, "prime", -1, f"[prime] {v} (fills the kept history)")
     plan = [(rnd, v) for rnd in range(args.admission_runs)
             for v in spawn_bench.rotated(paired, rnd)]
     for i, (rnd, v) in enumerate(plan, 1):

@@ -92,11 +92,18 @@ class MemoryCap:
             self.remove()
             raise
 
-    def command(self, argv):
+    def command(self, argv, read_only_tree=False):
         """argv prefixed so that its first process joins the cgroup before exec: a shell
-        writes its own pid to cgroup.procs and execs argv (no pre-exec hook in Python)."""
-        return ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', self._file("cgroup.procs"),
-                *argv]
+        writes its own pid to cgroup.procs and execs argv (no pre-exec hook in Python).
+        `read_only_tree`: then, in a mount namespace of its own (unshare(1)), it remounts
+        the memory hierarchy read-only, as a Docker container sees it, before the exec."""
+        if not read_only_tree:
+            return ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', self._file("cgroup.procs"),
+                    *argv]
+        mount = own_memory_cgroup()[0]
+        return ["unshare", "-m", "--propagation", "private", "/bin/sh", "-c",
+                'echo $$ > "$0" && mount -o remount,bind,ro "$1" && shift && exec "$@"',
+                self._file("cgroup.procs"), mount, *argv]
 
     # ---- counters (valid while the cgroup exists)
 

@@ -29,6 +29,7 @@ def test_memory_with_history_and_stats(tmp_path):
     assert rc == 0, err
     assert out == 'hi\n'
     assert 'delayed for memory:' in err and 'prediction error:' in err, err
+    assert 'memory measured by: ' in err, err   # Result.memory_mode of the first
     assert (tmp_path / 'state' / 'memory-history.sqlite').is_file()
 
 

@@ -38,6 +38,8 @@ CAPTURE_MERGED = 'capture_merged'
 STAGES = ('request', 'chdir', 'exec', 'spawner', 'spawner_died', 'pool_closed')
 
 _getcwd = os.getcwd
+# Result.memory_source -> the build's memory mode, as the statistics and the report say it.
+_MEMORY_MODES = {'cgroup': 'cgroup per command', 'rusage': 'largest process (ru_maxrss)'}
 _fspath = os.fspath
 
 
@@ -111,7 +113,8 @@ class Result(types.SimpleNamespace):
     launch_ns = 0
     # Memory (issue 12): peak of the command (0 unknown), where the figure comes from
     # (None, 'rusage', 'cgroup'), an OOM kill and its retries, the admission's forecast
-    # (0: none).
+    # (0: none); at its dispatch, the running commands' predicted peaks and the pool
+    # cgroup's measured usage (0: unknown, as without slot cgroups).
     peak_memory_bytes = 0
     memory_source = None
     oom_killed = False
@@ -123,6 +126,15 @@ class Result(types.SimpleNamespace):
     memory_wait_ns = 0
     local_slot_wait_ns = 0
     jobserver_wait_ns = 0
+    predicted_in_use_bytes = 0
+    measured_in_use_bytes = 0
+
+    @property
+    def memory_mode(self):
+        """What measured this command's peak, as the statistics and the build report name
+        the build's memory mode: 'cgroup per command' (its slot's cgroup), 'largest
+        process (ru_maxrss)' (no slot cgroup: a read-only or unwritable tree), or None."""
+        return _MEMORY_MODES.get(self.memory_source)
 
     @property
     def started(self):

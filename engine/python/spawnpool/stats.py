@@ -11,7 +11,8 @@ build of any size costs constant memory.  Times come from the results (CLOCK_MON
 - queue wait: from submit to a free slot (``dispatched_ns - submitted_ns``), apart;
 - slot utilization: total command time / (slots x build wall), where the build wall is
   from the first submit to the last result;
-- with memory admission (Result.predicted_peak_bytes set): the commands delayed for
+- with memory admission (Result.predicted_peak_bytes set): what measured the peaks
+  (``Result.memory_mode``, as the trace says it for the report), the commands delayed for
   memory (``memory_wait_ns``, time waited while a slot was free) and their total delay,
   OOM retries, and the prediction error ``|predicted - measured| / measured`` at p50 and
   p90, from a histogram of 1% buckets (constant memory).
@@ -53,6 +54,7 @@ class Stats:
         self.oom_retries = 0
         self.oom_failed = 0         # killed again when run alone
         self._errors = None         # [count per whole percent of error], once needed
+        self.memory_mode = None     # Result.memory_mode of the first measured command
 
     def note_slots(self, slots):
         with self._lock:
@@ -85,6 +87,8 @@ class Stats:
         if result.memory_wait_ns > 0:
             self.delayed += 1
             self.memory_wait_ns += result.memory_wait_ns
+        if self.memory_mode is None:
+            self.memory_mode = result.memory_mode
         self.oom_retries += result.oom_retries
         self.oom_failed += bool(result.oom_killed)
         peak = result.peak_memory_bytes
@@ -167,10 +171,11 @@ class Stats:
 
     def _memory_lines(self):
         # Under the lock.
+        mode = ['  memory measured by: %s' % self.memory_mode] if self.memory_mode else []
         if not self.predicted and not self.delayed and not self.oom_retries:
-            return []       # no memory admission in this build
+            return mode     # no command of this build went through memory admission
         p50, p90 = self._error_locked(0.5), self._error_locked(0.9)
-        lines = ['  delayed for memory: %d commands, %s in all'
+        lines = mode + ['  delayed for memory: %d commands, %s in all'
                  % (self.delayed, _seconds(self.memory_wait_ns)),
                  '  OOM retries:        %d (%d killed again when run alone)'
                  % (self.oom_retries, self.oom_failed)]

@@ -39,8 +39,6 @@ _TAIL = b'\n],"displayTimeUnit":"ms"}\n'
 _dumps = json.JSONEncoder(separators=(',', ':'), ensure_ascii=True).encode
 _MIB = float(1 << 20)
 _OUTPUT_CHARS = 16000       # a failed command's output kept in the trace, at most
-# What Result.memory_source says measured a command's peak, as the report shows it.
-_MEMORY_MODES = {'cgroup': 'cgroup per command', 'rusage': 'largest process (ru_maxrss)'}
 
 
 class TraceWriter:
@@ -99,7 +97,7 @@ class TraceWriter:
             except Exception:       # the trace must never fail the build
                 pass
         extra = self._memory_events(result, args) if result.predicted_peak_bytes else ()
-        mode = _MEMORY_MODES.get(result.memory_source) if extra else None
+        mode = result.memory_mode if extra else None
         with self._lock:
             if mode and self._memory_mode is None:
                 self._memory_mode = mode

@@ -21,6 +21,9 @@ struct JobState {
   bool spawner_pinned = false;       ///< the request went with the same-CPU hint
   /// With a memory budget: the pool's cgroup usage at its dispatch (0: unknown).
   std::int64_t measured_in_use_bytes = 0;
+  /// With a memory budget and no slot cgroups: the driver's cgroup's OOM-kill count at
+  /// its hand-over (PoolMemory::oom_kills_now(); -1: none).
+  std::int64_t oom_kills_at_hand_over = -1;
   /// PoolCore's count of cancel_all() calls when it was submitted: one since then (an
   /// interrupted build) means an OOM-killed run is not run again.
   std::uint64_t cancel_alls_at_submit = 0;

@@ -173,7 +173,10 @@ std::unique_ptr<JobState> PoolCore::submit(PreparedCommand& prepared, bool block
 
 // The request is in the slot: the spawner gets it. Also for an OOM retry's second run.
 void PoolCore::hand_over(JobState& job) {
-  if (memory_) job.measured_in_use_bytes = memory_->usage_bytes();
+  if (memory_) {
+    job.measured_in_use_bytes = memory_->usage_bytes();
+    job.oom_kills_at_hand_over = memory_->oom_kills_now();
+  }
   // The request half of the same-CPU hand-off (worker_pool/protocol/cpu_affinity.h).
   job.spawner_pinned = options_.same_cpu_handoff && supervisor_.pin_to_current_cpu(job.slot);
   channels_[job.slot]->hand_request_over(job.spawner_pinned);
@@ -201,8 +204,10 @@ void PoolCore::finish_unsent(JobState& job, Result result) {
 Result PoolCore::wait(JobState& job, const WaitTick& tick, std::chrono::milliseconds tick_period) {
   if (job.slot < 0) return std::move(job.result);
   Result r = collect(job, tick, tick_period);
-  // The cgroup says the OOM killer struck, whatever the exit status (a compiler driver
-  // reports a killed cc1plus as an error exit). Once only: a second kill is the result.
+  // The slot's cgroup says the OOM killer struck, whatever the exit status (a compiler
+  // driver reports a killed cc1plus as an error exit); without slot cgroups, a SIGKILL
+  // while the driver's cgroup counted a kill (collect()). Once only: a second kill is
+  // the result.
   if (r.oom_killed && memory_) r = run_again_alone(job, std::move(r), tick, tick_period);
   if (job.slot >= 0) scheduler_.release(job.slot, job.scheduling, r);
   job.slot = -1;
@@ -285,6 +290,7 @@ Result PoolCore::collect(JobState& job, const WaitTick& tick,
   switch (reply.status) {
     case SlotChannel::Reply::Status::kComplete:
       take_reply(reply.header, job, r);
+      if (memory_) memory_->recognise_oom_kill(job.oom_kills_at_hand_over, r);
       break;
     case SlotChannel::Reply::Status::kSpawnerDead: {
       const SpawnerLoss loss = supervisor_.loss(job.slot);

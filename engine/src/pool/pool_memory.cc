@@ -1,5 +1,8 @@
 #include "engine/src/pool/pool_memory.h"
 
+#include <signal.h>
+#include <sys/statvfs.h>
+
 #include <algorithm>
 
 #include "engine/src/admission/admission_policy_setup.h"
@@ -42,6 +45,23 @@ CgroupHierarchy hierarchy_for(const PoolOptions& options) {
   return given;
 }
 
+// The one thing a user can do to get slot cgroups back, for the warning.
+std::string how_to_get_cgroups(const CgroupHierarchy& hierarchy) {
+  struct statvfs fs {};
+  if (hierarchy.version == CgroupVersion::kNone) return "";
+  if (statvfs(hierarchy.dir.c_str(), &fs) == 0 && (fs.f_flag & ST_RDONLY))
+    return " To get them back, give the container a writable cgroup tree (docker run "
+           "--privileged mounts it read-write).";
+  if (hierarchy.version == CgroupVersion::kV2)
+    return " To get them back, start the build in a cgroup delegated to you: "
+           "systemd-run --user --scope -p Delegate=yes <build command>.";
+  return " To get them back, run the build as root (cgroup v1 delegates nothing to users).";
+}
+
+const char* oom_count_name(const OomKillCount& count) {
+  return count.source() == OomCountSource::kMachine ? "the machine's" : "the driver's cgroup's";
+}
+
 std::string mib(std::int64_t bytes) { return std::to_string((bytes + kMiB / 2) / kMiB) + " MiB"; }
 
 }  // namespace
@@ -51,13 +71,23 @@ PoolMemory::PoolMemory(const PoolOptions& options, std::uint32_t slots) : warn_(
   tree_options.parent_dir = options.memory_cgroup_parent;
   std::string why_not;
   tree_ = CgroupTree::create(tree_options, slots, why_not);
-  // Turned off on purpose, cgroups are not missed; elsewhere the user should know that
-  // peaks, OOM kills and kill-all are weaker without them.
+  const CgroupHierarchy hierarchy = hierarchy_for(options);
+  // Without slot cgroups the commands stay in the driver's memory cgroup: its counter
+  // (readable also in a read-only tree) tells OOM kills apart from other SIGKILLs.
+  if (!tree_)
+    oom_count_.open(options.memory_cgroup_parent.empty() ? hierarchy : find_memory_hierarchy());
+  // Turned off on purpose, cgroups are not missed; elsewhere the user should know what
+  // is lost without them, and the one thing that gives it back.
   if (!tree_ && !cgroups_disabled_by_environment())
     warn_("no per-slot memory cgroups (" + why_not +
-          "); peaks come from ru_maxrss (the largest process of each command), OOM kills "
-          "are not recognized, and cancel reaches only a command's process group");
-  const CgroupHierarchy hierarchy = hierarchy_for(options);
+          "). Without them each command's peak is its largest single process (ru_maxrss), "
+          "not its whole process tree, and cancel and close end only its process group, "
+          "not processes that left it. OOM kills are still " +
+          (oom_count_.is_open() ? std::string("recognised (") + oom_count_name(oom_count_) +
+                                      " counter, " + oom_count_.path() +
+                                      ") and run again alone."
+                                : std::string("not recognised: no OOM-kill counter is readable.")) +
+          how_to_get_cgroups(hierarchy));
   MemoryAdmissionConfig config;
   config.budget = options.memory_budget;
   config.history_path = options.memory_history_path;
@@ -76,6 +106,21 @@ std::unique_ptr<SchedulingPolicy> PoolMemory::take_policy() { return std::move(p
 
 std::string PoolMemory::spawner_argument(std::uint32_t slot) const {
   return tree_ ? encode_slot_cgroup(tree_->slot_config(slot)) : std::string();
+}
+
+std::int64_t PoolMemory::oom_kills_now() const {
+  std::int64_t count = -1;
+  return oom_count_.read(count) ? count : -1;
+}
+
+// The OOM killer sends SIGKILL; a shell between the pool and the killed program reports
+// it as 128+9. Another SIGKILL while some other process was OOM-killed is taken for an
+// OOM kill too: its one retry costs time, never a result.
+void PoolMemory::recognise_oom_kill(std::int64_t oom_kills_before, Result& result) const {
+  if (tree_ || oom_kills_before < 0 || !result.started()) return;
+  if (result.returncode != -SIGKILL && result.returncode != 128 + SIGKILL) return;
+  const std::int64_t now = oom_kills_now();
+  if (now > oom_kills_before) result.oom_killed = true;
 }
 
 void PoolMemory::record(const JobInfo& job, const Result& result) {

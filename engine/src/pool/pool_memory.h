@@ -2,8 +2,9 @@
 // (CgroupTree) and what each spawner is told of its slot, the history store, the
 // admission policy over both, the pool's measured usage for the trace, and the OOM
 // message. Made at pool start before the spawners, closed after they are reaped; a pool
-// without a budget has none of it. Threading: construction, take_policy() and close() on
-// the thread that starts or closes the pool; the const members and record() from any
+// without a budget has none of it. Without slot cgroups it still recognises OOM kills,
+// from the driver's cgroup's counter. Threading: construction, take_policy() and close()
+// on the thread that starts or closes the pool; the const members and record() from any
 // thread; warnings go to the pool's sink, never under a lock of ours.
 #pragma once
 
@@ -13,6 +14,7 @@
 #include <string>
 
 #include "engine/src/admission/admission_policy.h"
+#include "worker_pool/cgroup/cgroup_oom_count.h"
 #include "worker_pool/cgroup/cgroup_tree.h"
 #include "engine/src/history/history_store.h"
 #include "spawnpool/pool.h"
@@ -37,6 +39,14 @@ class PoolMemory {
   std::string spawner_argument(std::uint32_t slot) const;
   /// The pool's cgroup usage now (one read), 0 without cgroups.
   std::int64_t usage_bytes() const { return tree_ ? tree_->usage_bytes() : 0; }
+  /// Without slot cgroups, the OOM kills counted where the commands run (the driver's
+  /// memory cgroup, else the machine), read just before a command is handed over; -1
+  /// with slot cgroups (their spawners count per slot) or when there is no counter.
+  std::int64_t oom_kills_now() const;
+  /// Without slot cgroups: marks `result` OOM-killed when the command died of SIGKILL
+  /// (or a shell reports 128+9 for it) and the counter rose since `oom_kills_before`
+  /// (oom_kills_now() at its hand-over). The retry that follows is the slot cgroups'.
+  void recognise_oom_kill(std::int64_t oom_kills_before, Result& result) const;
 
   /// A command ended with `result`: its peak goes into the history (O(1), no I/O).
   void record(const JobInfo& job, const Result& result);
@@ -51,6 +61,7 @@ class PoolMemory {
  private:
   std::function<void(const std::string&)> warn_;
   std::unique_ptr<CgroupTree> tree_;
+  OomKillCount oom_count_;  // open only without tree_
   std::unique_ptr<HistoryStore> history_;
   std::unique_ptr<MemoryAdmissionPolicy> policy_;  // until take_policy()
 };
