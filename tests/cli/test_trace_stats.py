@@ -183,12 +183,15 @@ def test_trace_has_what_the_report_reads(tmp_path):
     trace.add(result(0, 0, 0, MS, 2 * MS, 3 * MS, **memory), 'cc -c a.c')
     trace.add(result(1, 0, 0, MS, 2 * MS, 3 * MS, returncode=1, stdout=b'out\n',
                      stderr=b'err \xff\n', **memory), 'failing')
-    trace.add(result(1, 0, 0, MS, 2 * MS, 3 * MS, returncode=2), 'not captured')
+    trace.add(result(1, 0, 0, MS, 2 * MS, 3 * MS, returncode=2, jobserver_wait_ns=MS // 2,
+                     slot_wait_ns=MS), 'not captured')
     trace.close()
     compiled, failing, uncaptured = events(path)
     assert compiled['args']['targets'] == ['a.o'] and compiled['args']['inputs'] == ['a.c']
     assert 'output' not in compiled['args']                 # it succeeded
     assert failing['args']['output'] == 'out\nerr \ufffd\n' and 'targets' not in failing['args']
     assert 'output' not in uncaptured['args']                # its output went to the console
+    assert (uncaptured['args']['jobserver_wait_ms'], uncaptured['args']['slot_wait_ms']) == (0.5, 1.0)
+    assert 'local_slot_wait_ms' not in uncaptured['args']    # it did not wait for one
     builds = [e['args'] for e in events(path, 'M') if e['name'] == 'spawnpool_build']
     assert builds == [{'command_line': 'scons -j2 x'}, {'memory_mode': 'cgroup per command'}]

@@ -1,9 +1,11 @@
 """A build trace in Chrome's trace-event format (open it in Perfetto or chrome://tracing).
 
 One complete event ("ph": "X") per command on the thread of its slot (tid = slot), from
-the start of its launch to its reap (Result.command_ns()); args hold the command line, exit status, CPU times, max
-RSS, queue wait and the pool's own overhead.  A command that never started is an instant
-event ("ph": "i") at the moment it was refused.
+the start of its launch to its reap (Result.command_ns()); args hold the command line,
+exit status, CPU times, max RSS, queue wait (and, of it, what the pool's scheduler says
+the command waited for: a slot, a local slot, a jobserver token) and the pool's own
+overhead.  A command that never started is an instant event ("ph": "i") at the moment it
+was refused.
 
 With memory admission (Result.predicted_peak_bytes set) each command's args add its peak,
 prediction and memory wait; a counter track ("ph": "C", "memory in use") shows at each
@@ -38,6 +40,9 @@ _HEAD = b'{"traceEvents":['
 _TAIL = b'\n],"displayTimeUnit":"ms"}\n'
 _dumps = json.JSONEncoder(separators=(',', ':'), ensure_ascii=True).encode
 _MIB = float(1 << 20)
+# What the pool's scheduler says a command waited for (Result.NAME_wait_ns), each in the
+# args as NAME_wait_ms when it waited; memory_wait_ms comes with the memory figures.
+_WAITS = ('slot', 'local_slot', 'jobserver')
 _OUTPUT_CHARS = 16000       # a failed command's output kept in the trace, at most
 
 
@@ -87,6 +92,10 @@ class TraceWriter:
             },
         }
         args = event['args']
+        for reason in _WAITS:
+            waited = getattr(result, reason + '_wait_ns', 0)
+            if waited:
+                args[reason + '_wait_ms'] = round(waited / 1e6, 3)
         if result.returncode != 0:
             output = _output(result)
             if output is not None:
