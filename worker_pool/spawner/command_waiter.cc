@@ -77,15 +77,26 @@ void wait_until_exited(pid_t pid) {
 
 }  // namespace
 
-void wait_for_command(LaunchedCommand& command, RunningChild& running, CommandOutcome& outcome) {
+bool wait_for_command(LaunchedCommand& command, RunningChild& running, CommandOutcome& outcome) {
+  // The outcome object serves command after command: nothing of the last one may remain.
+  outcome.wait_status = 0;
+  outcome.reap_error = 0;
+  outcome.usage = {};
   if (command.stdout_fd >= 0) collect_until_exit(command, outcome);
   wait_until_exited(command.pid);  // without reaping: the group id stays reserved
   drain_without_waiting(command.stdout_fd, outcome.stdout_data);
   drain_without_waiting(command.stderr_fd, outcome.stderr_data);
   running.clear();
-  while (wait4(command.pid, &outcome.wait_status, 0, &outcome.usage) < 0 && errno == EINTR) {
-  }
+  pid_t reaped;
+  do reaped = wait4(command.pid, &outcome.wait_status, 0, &outcome.usage);
+  while (reaped < 0 && errno == EINTR);
   outcome.exited_ns = monotonic_ns();
+  if (reaped == command.pid) return true;
+  // ECHILD (someone else reaped it) or EINVAL: no status to report, and none to invent.
+  outcome.reap_error = reaped < 0 ? errno : ECHILD;
+  outcome.wait_status = 0;
+  outcome.usage = {};
+  return false;
 }
 
 }  // namespace spawnpool::detail

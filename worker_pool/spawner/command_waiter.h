@@ -15,10 +15,12 @@
 
 namespace spawnpool::detail {
 
+/// What wait_for_command() learnt; it resets every field but the output first.
 struct CommandOutcome {
-  int wait_status = 0;
+  int wait_status = 0;         // as from wait4(); meaningless when reap_error != 0
+  int reap_error = 0;          // errno of a wait4() that failed (the status is unknown), or 0
   struct rusage usage {};
-  std::int64_t exited_ns = 0;  // CLOCK_MONOTONIC when reaped
+  std::int64_t exited_ns = 0;  // CLOCK_MONOTONIC when reaped (or when the reap failed)
   std::string stdout_data;     // captured output; cleared by the caller between commands
   std::string stderr_data;
 };
@@ -26,7 +28,9 @@ struct CommandOutcome {
 /// Waits for `command` to exit, collecting its output into `outcome`. Output a
 /// background grandchild still writes after the command exited is read until the pipe
 /// is momentarily empty, never waited for. Closes the command's pipe ends. `running` is
-/// cleared just before the reap.
-void wait_for_command(LaunchedCommand& command, RunningChild& running, CommandOutcome& outcome);
+/// cleared just before the reap. False when the command could not be reaped (wait4 failed
+/// other than with EINTR: `outcome.reap_error`); its status is then unknown, never a
+/// previous command's.
+bool wait_for_command(LaunchedCommand& command, RunningChild& running, CommandOutcome& outcome);
 
 }  // namespace spawnpool::detail

@@ -101,8 +101,15 @@ void SlotServer::serve_one() {
     return reply_failure(command.failure, command.error_number, command.launch_ns);
   started_ns_ = monotonic_ns();
   slot_.control->child_pid.store(command.pid, std::memory_order_release);
-  wait_for_command(command, running_, outcome_);
+  const bool reaped = wait_for_command(command, running_, outcome_);
   slot_.control->child_pid.store(0, std::memory_order_release);
+  if (!reaped) {
+    // A failed reap is the spawner's failure, with its errno: no exit status exists.
+    slot_cgroup_.end_command(command.joined_cgroup);
+    release_if_large(outcome_.stdout_data);
+    release_if_large(outcome_.stderr_data);
+    return reply_failure(FailureStage::kSpawner, outcome_.reap_error, command.launch_ns);
+  }
 
   protocol::ReplyHeader header{};
   header.wait_status = outcome_.wait_status;
