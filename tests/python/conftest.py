@@ -5,7 +5,8 @@ Every test here is checked afterwards for leaks (the ``no_leaks`` fixture, autou
 the same open fds, the same child processes (this pytest process may have children
 from elsewhere; a test must not add any, zombie or alive), no process left that carries
 the test's marker variable (spawners and commands run with the driver's environment
-inherit it), no /dev/shm/spawnpool-* mapped here nor left behind.
+inherit it), no pool segment left here (no descriptor or mapping of the memfd
+/memfd:spawnpool-segment), and no /dev/shm/spawnpool-* entry appearing.
 """
 
 import gc
@@ -13,7 +14,7 @@ import os
 
 import pytest
 
-from spawnpool_test_support import (MARKER, children_of, describe, open_fds,
+from spawnpool_test_support import (MARKER, SEGMENT_MEMFD, children_of, describe, open_fds,
                                     processes_with_env, shm_entries, wait_until)
 
 
@@ -44,8 +45,12 @@ def no_leaks(monkeypatch):
         problems.append("processes of this test still running: " +
                         "; ".join(describe(p) for p in left))
     with open("/proc/self/maps") as f:
-        if "/dev/shm/spawnpool-" in f.read():
-            problems.append("a spawnpool segment is still mapped in this process")
+        maps = f.read()
+    if SEGMENT_MEMFD in maps or "/dev/shm/spawnpool-" in maps:
+        problems.append("a spawnpool segment is still mapped in this process")
+    segment_fds = [fd for fd, t in fds_after.items() if t.startswith(SEGMENT_MEMFD)]
+    if segment_fds:
+        problems.append(f"descriptors of a spawnpool segment left: {segment_fds}")
     wait_until(lambda: not (shm_entries() - shm_before), timeout=3)
     new_shm = shm_entries() - shm_before
     if new_shm:

@@ -76,6 +76,11 @@ def open_fds():
     return fds
 
 
+# How a pool's segment (a memfd, engine/src/spawners/segment.h) shows in /proc/*/fd and
+# /proc/*/maps.
+SEGMENT_MEMFD = "/memfd:spawnpool-segment"
+
+
 def shm_entries():
     return {name for name in os.listdir("/dev/shm") if name.startswith("spawnpool-")}
 

@@ -15,9 +15,12 @@ import subprocess
 import pytest
 
 import spawnpool
+import gc
+
 from reliability_support import (PR_SET_CHILD_SUBREAPER, PYTHON, SHM, children_of,
                                  is_running, kill_and_reap, libc, proc_stat, reap,
-                                 shm_objects, wait_until, zombies_among)
+                                 segment_fds, segment_mappings, shm_objects, wait_until,
+                                 zombies_among)
 
 
 # ---------------------------------------------------------------- fixtures
@@ -35,12 +38,20 @@ def subreaper():
 
 @pytest.fixture(autouse=True)
 def no_segment_left():
-    """Fails a test that leaves a spawnpool object in /dev/shm, and removes it.
+    """Fails a test that leaves a pool segment in this process (a descriptor or a mapping
+    of the memfd), or a spawnpool object in /dev/shm (which it then removes).
 
-    Other suites may run at the same time and own an object for the few milliseconds of
-    their pool's start, so only objects that outlive the test by a second count."""
+    Only builds from before the memfd segment named theirs in /dev/shm; other suites may
+    run them at the same time, owning a name for the milliseconds of their pool's start,
+    so only objects that outlive the test by a second count."""
     before = shm_objects()
+    fds_before, maps_before = segment_fds(), segment_mappings()
     yield
+    gc.collect()  # a closed pool keeps its segment until the object goes
+    fds_left = set(segment_fds()) - set(fds_before)
+    maps_left = segment_mappings() - maps_before
+    assert not fds_left and not maps_left, \
+        f"pool segments left in this process: fds {sorted(fds_left)}, mappings {maps_left}"
     left = wait_until(lambda: not (shm_objects() - before), timeout=1.0)
     if not left:
         leaked = shm_objects() - before

@@ -18,7 +18,9 @@ import cgroup_support  # noqa: E402  (tests/support: memory cgroups of the test'
 
 PR_SET_CHILD_SUBREAPER = 36
 SHM = "/dev/shm"
-SEGMENT_NAME = re.compile(r"^spawnpool-[0-9a-f]{32}$")
+# How a pool's segment (a memfd, engine/src/spawners/segment.h) shows in /proc/*/fd and
+# /proc/*/maps.
+SEGMENT_MEMFD = "/memfd:spawnpool-segment"
 PYTHON = "/usr/bin/python3"
 
 libc = ctypes.CDLL(None, use_errno=True)
@@ -72,13 +74,42 @@ def zombies_among(pids):
 
 
 def segment_mappings(pid="self"):
-    """Names of /dev/shm/spawnpool-* objects `pid` maps, each with whether it is deleted."""
-    found = {}
+    """Inodes of the pool segments `pid` maps (a segment is mapped once per process).
+    Also /dev/shm/spawnpool-* mappings (the named segments of older builds), by name."""
+    found = set()
     with open(f"/proc/{pid}/maps") as f:
         for line in f:
-            m = re.search(r"/dev/shm/(spawnpool-\S+)( \(deleted\))?$", line.rstrip("\n"))
-            if m:
-                found[m.group(1)] = bool(m.group(2))
+            fields = line.split()
+            if len(fields) >= 6 and fields[5].startswith(SEGMENT_MEMFD):
+                found.add(int(fields[4]))
+            elif len(fields) >= 6 and fields[5].startswith("/dev/shm/spawnpool-"):
+                found.add(fields[5])
+    return found
+
+
+def segment_fds(pid="self"):
+    """fd -> inode of each descriptor `pid` holds to a pool segment."""
+    found = {}
+    for name in os.listdir(f"/proc/{pid}/fd"):
+        path = f"/proc/{pid}/fd/{name}"
+        try:
+            if os.readlink(path).startswith(SEGMENT_MEMFD):
+                found[int(name)] = os.stat(path).st_ino
+        except OSError:  # closed since the listing
+            pass
+    return found
+
+
+def processes_mapping(inode):
+    """Pids of the live processes that map the segment `inode`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if inode in segment_mappings(int(entry)):
+                    found.append(int(entry))
+            except OSError:  # gone, or not ours to read
+                pass
     return found
 
 

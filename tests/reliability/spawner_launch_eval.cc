@@ -274,7 +274,6 @@ Startup startup(const Launch& launch, const std::string& spawner, std::uint32_t 
     spawners.push_back(launch(spawner, segment.fd(), i));
     launches_ms += ms_since(launch_begin);
   }
-  segment.unlink_name();
   for (std::uint32_t i = 0; i < slots; ++i) {
     auto& state = segment.slot(i).control->state;
     while (state.load() == spawnpool::protocol::kStarting)

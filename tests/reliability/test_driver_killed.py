@@ -2,8 +2,8 @@
 
 Each spawner holds one end of a lifeline socket whose other end only the driver has; when
 the driver dies, however it dies, the kernel closes it, the spawner's watch thread sees
-EOF, SIGKILLs its command's process group and exits. The segment's name was unlinked at
-start, so nothing remains in /dev/shm either. Checked here with a real /usr/bin/python3
+EOF, SIGKILLs its command's process group and exits. The segment is a memfd without a
+name, so once they are gone no process maps it and nothing of it remains. Checked here with a real /usr/bin/python3
 driver whose every slot runs a command that would otherwise sleep for 1000 s (with a
 background child of its own, in the same process group).
 
@@ -19,8 +19,9 @@ import time
 
 import pytest
 
-from reliability_support import (SHM, build_dir, cgroup_support, descendants_of,
-                                 is_running, reap, segment_mappings, wait_until)
+from reliability_support import (build_dir, cgroup_support, descendants_of, is_running,
+                                 processes_mapping, reap, segment_mappings, shm_objects,
+                                 wait_until)
 
 DRIVER = r"""
 import json, sys, threading
@@ -58,8 +59,11 @@ def test_sigkilled_driver_leaves_no_process_and_no_segment(driver_process, pids,
         "the commands did not all start"
     started = commands()
     pids.add(*started)
-    names = list(segment_mappings(driver.pid))
-    assert len(names) == 1 and segment_mappings(driver.pid)[names[0]] is True
+    segments = segment_mappings(driver.pid)
+    assert len(segments) == 1, segments
+    segment = segments.pop()
+    assert set(processes_mapping(segment)) == {driver.pid, *spawners}
+    shm_before = shm_objects()
 
     os.kill(driver.pid, signal.SIGKILL)
     killed_at = time.monotonic()
@@ -73,7 +77,8 @@ def test_sigkilled_driver_leaves_no_process_and_no_segment(driver_process, pids,
     # They were re-parented to this test (the subreaper): reap them by pid.
     for pid in everything:
         reap(pid, timeout=2)
-    assert not os.path.exists(os.path.join(SHM, names[0]))
+    assert processes_mapping(segment) == []
+    assert not shm_objects() - shm_before
     print(f"all {len(everything)} processes gone {elapsed * 1000:.0f} ms after SIGKILL")
 
 

@@ -1,16 +1,20 @@
-// The shared-memory segment of one pool, created through Boost.Interprocess with an
-// unguessable name, O_EXCL and mode 0600. Spawners receive its descriptor at start, so
-// the name is unlinked as soon as they are launched. Not thread-safe to construct or
-// destroy; slot views may be used from any thread under the protocol's turn rules.
+// The shared-memory segment of one pool: an anonymous memfd (memfd_create with
+// MFD_CLOEXEC), sized once and sealed against resizing, mapped here and passed to each
+// spawner as its fd 3. It has no name in any file system, so nothing a crash leaves
+// behind can outlive the last process that maps it or holds its descriptor. Not
+// thread-safe to construct or destroy; slot views may be used from any thread under the
+// protocol's turn rules.
 #pragma once
 
-#include <boost/interprocess/mapped_region.hpp>
 #include <cstdint>
-#include <string>
 
 #include "worker_pool/protocol/protocol.h"
 
 namespace spawnpool::detail {
+
+/// What /proc/<pid>/fd and /proc/<pid>/maps show for a segment: "/memfd:" + this, and
+/// " (deleted)" after it (leak checks look for it).
+inline constexpr const char* kSegmentMemfdName = "spawnpool-segment";
 
 class Segment {
  public:
@@ -23,19 +27,15 @@ class Segment {
 
   /// Close-on-exec descriptor (>= 5) for spawners to inherit as protocol::kSegmentFd.
   int fd() const { return fd_; }
-  const std::string& name() const { return name_; }
   const protocol::SegmentHeader& header() const { return header_; }
   protocol::SlotView slot(std::uint32_t index) const;
-  /// Removes the name from /dev/shm; the mappings stay. Idempotent.
-  void unlink_name();
 
  private:
-  std::string name_;
-  boost::interprocess::mapped_region region_;
   protocol::SegmentHeader header_{};
   std::uint64_t page_size_;
+  std::uint64_t size_ = 0;   // bytes mapped at base_
+  void* base_ = nullptr;     // the mapping, for the segment's whole life
   int fd_ = -1;
-  bool named_ = true;
 };
 
 }  // namespace spawnpool::detail

@@ -63,8 +63,6 @@ void SpawnerSupervisor::start() {
   std::lock_guard<std::mutex> lock(mutex_);
   try {
     for (std::uint32_t i = 0; i < records_.size(); ++i) launch_locked(i);
-    // The spawners hold the segment through their inherited descriptor: the name can go.
-    segment_.unlink_name();
     for (std::uint32_t i = 0; i < records_.size(); ++i) {
       std::string error;
       if (!await_attach_locked(i, error))

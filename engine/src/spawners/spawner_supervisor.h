@@ -44,8 +44,7 @@ class SpawnerSupervisor {
   SpawnerSupervisor(const SpawnerSupervisor&) = delete;
   SpawnerSupervisor& operator=(const SpawnerSupervisor&) = delete;
 
-  /// Launches every spawner, unlinks the segment's name, waits until each has attached
-  /// and starts the monitor. Throws std::system_error, leaving nothing running.
+  /// Launches every spawner, waits until each has attached and starts the monitor. Throws std::system_error, leaving nothing running.
   void start();
   /// Makes sure `slot` has a live spawner: if it died, asks the monitor for a
   /// replacement and waits for it. False, with why in `loss`, when none serves.

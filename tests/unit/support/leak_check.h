@@ -14,10 +14,12 @@
 //    commands run with the driver's environment, so a spawner or command left running
 //    (orphaned, reparented to init) is found in /proc/*/environ. Killed processes get a
 //    few seconds to die;
-//  - no /dev/shm/spawnpool-* mapped in this process, and no /dev/shm/spawnpool-* entry
-//    that appeared during the test and is still there after a grace period (other test
-//    processes may run pools at the same time; their names are unlinked within
-//    milliseconds of their spawners starting, a leaked name never).
+//  - no pool segment left in this process: no descriptor and no mapping of a memfd named
+//    spawnpool-segment (/proc/self/fd links and /proc/self/maps lines "/memfd:spawnpool-
+//    segment (deleted)"). A segment has no name anywhere else, so nothing outlives the
+//    processes that hold it; still no /dev/shm/spawnpool-* entry may appear and stay
+//    (builds from before the memfd segment, run by other test processes at the same
+//    time, unlinked theirs within milliseconds: hence the grace period).
 #pragma once
 
 #include <dirent.h>
@@ -39,6 +41,9 @@
 namespace spawnpool::test {
 
 inline constexpr const char* kMarkerName = "SPAWNPOOL_TEST_OWNER";
+/// How a pool segment shows in /proc/self/fd and /proc/self/maps
+/// (engine/src/spawners/segment.h, kSegmentMemfdName).
+inline constexpr const char* kSegmentMemfd = "/memfd:spawnpool-segment";
 
 /// Open fds of this process with what each refers to.
 inline std::map<int, std::string> open_fds() {
@@ -162,7 +167,13 @@ class LeakCheck {
   void check_shared_memory() const {
     const std::string maps = read_file("/proc/self/maps");
     INFO("/proc/self/maps:\n" << maps);
+    CHECK(maps.find(kSegmentMemfd) == std::string::npos);
     CHECK(maps.find("/dev/shm/spawnpool-") == std::string::npos);
+    std::string segment_fds;
+    for (const auto& [fd, target] : open_fds())
+      if (target.rfind(kSegmentMemfd, 0) == 0) segment_fds += " " + std::to_string(fd);
+    INFO("descriptors of a pool segment left:" << segment_fds);
+    CHECK(segment_fds.empty());
     std::set<std::string> added;
     wait_until([&] {
       added.clear();
