@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -54,11 +55,20 @@ bool handle_lifeline(int lifeline_fd, RunningChild& running, bool& goodbye) {
   _exit(0);
 }
 
+// Loop structure: wait for the lifeline or a forwarded signal, handle what is ready. A
+// poll() that fails other than by EINTR (ENOMEM) is tried again 50 ms later, never at
+// once: spinning would take a CPU from the build for as long as the failure lasts.
 void watch(int lifeline_fd, int signal_fd, RunningChild& running, const SlotCgroup& slot_cgroup) {
   bool goodbye = false;
   for (;;) {
     pollfd fds[2] = {{lifeline_fd, POLLIN, 0}, {signal_fd, POLLIN, 0}};
-    if (poll(fds, 2, -1) < 0) continue;  // EINTR
+    if (poll(fds, 2, -1) < 0) {
+      if (errno != EINTR) {
+        const timespec pause{0, 50 * 1000 * 1000};
+        nanosleep(&pause, nullptr);
+      }
+      continue;
+    }
     if (fds[0].revents && !handle_lifeline(lifeline_fd, running, goodbye))
       end_with_driver(running, slot_cgroup, goodbye);
     signalfd_siginfo info;

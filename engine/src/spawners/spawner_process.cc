@@ -1,6 +1,7 @@
 #include "engine/src/spawners/spawner_process.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
@@ -93,20 +94,27 @@ void release_spawner(SpawnerProcess& spawner) {
   spawner.lifeline_fd = spawner.pidfd = -1;
 }
 
-namespace {
-
-void send_message(const SpawnerProcess& spawner, const protocol::CancelMessage& message) {
-  if (spawner.lifeline_fd >= 0)
-    send(spawner.lifeline_fd, &message, sizeof message, MSG_DONTWAIT | MSG_NOSIGNAL);
+LifelineSend send_on_lifeline(int lifeline_fd, const protocol::CancelMessage& message) {
+  if (lifeline_fd < 0) return LifelineSend::kGone;
+  ssize_t sent;
+  do sent = send(lifeline_fd, &message, sizeof message, MSG_DONTWAIT | MSG_NOSIGNAL);
+  while (sent < 0 && errno == EINTR);
+  if (sent == static_cast<ssize_t>(sizeof message)) return LifelineSend::kSent;
+  // ENOBUFS too: the kernel is short of buffers for now, not the spawner gone.
+  if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS))
+    return LifelineSend::kWouldBlock;
+  return LifelineSend::kGone;  // EPIPE, ECONNRESET: the spawner's end is closed
 }
 
-}  // namespace
-
-void signal_spawner_command(const SpawnerProcess& spawner, std::uint32_t request, int sig) {
-  // Signal 0 is no signal, and {0, 0} (request numbers wrap) would be the goodbye.
-  if (sig > 0) send_message(spawner, protocol::CancelMessage{request, sig});
+void say_goodbye(const SpawnerProcess& spawner) {
+  // Lost, the spawner would take the EOF for the driver's death and remove the pool's
+  // cgroups itself: give a full lifeline a moment to drain.
+  for (int round = 0; round < 100; ++round) {
+    if (send_on_lifeline(spawner.lifeline_fd, protocol::kGoodbye) != LifelineSend::kWouldBlock)
+      return;
+    pollfd room{spawner.lifeline_fd, POLLOUT, 0};
+    (void)poll(&room, 1, 10);
+  }
 }
-
-void say_goodbye(const SpawnerProcess& spawner) { send_message(spawner, protocol::kGoodbye); }
 
 }  // namespace spawnpool::detail

@@ -2,13 +2,16 @@
 // spawnpool-spawner executable (never a fork of the driver, whose size would then
 // matter), with the segment on fd 3 and a lifeline socket on fd 4. Boost.Process v2 was
 // evaluated for this and not adopted (docs/architecture.md, "Choices and why").
-// Thread-compatible: the supervisor calls these under its lock.
+// Thread-compatible: the supervisor calls these under the slot's lock (send_on_lifeline()
+// under the lifeline's).
 #pragma once
 
 #include <sys/types.h>
 
 #include <cstdint>
 #include <string>
+
+#include "worker_pool/protocol/protocol.h"
 
 namespace spawnpool::detail {
 
@@ -29,12 +32,18 @@ SpawnerProcess launch_spawner(const std::string& path, int segment_fd, std::uint
 /// The process is not reaped here.
 void release_spawner(SpawnerProcess& spawner);
 
-/// Asks the spawner to send `sig` to the command of request number `request` (now, or
-/// when it starts); never blocks, never SIGPIPE.
-void signal_spawner_command(const SpawnerProcess& spawner, std::uint32_t request, int sig);
+/// How a message on a lifeline went: sent; not sent because the socket is full (send it
+/// again once poll() says POLLOUT: a cancel must not be lost); or not sent because the
+/// spawner is gone (nothing is left to signal).
+enum class LifelineSend { kSent, kWouldBlock, kGone };
+
+/// Sends one message (protocol::CancelMessage) on `lifeline_fd`. Never blocks, never
+/// SIGPIPE.
+LifelineSend send_on_lifeline(int lifeline_fd, const protocol::CancelMessage& message);
 
 /// Tells the spawner that the lifeline's EOF to come is the pool closing, not the
 /// driver dying (protocol::kGoodbye): it then leaves the pool's cgroups to the driver.
+/// Waits up to a second for room on a full lifeline.
 void say_goodbye(const SpawnerProcess& spawner);
 
 }  // namespace spawnpool::detail

@@ -50,23 +50,38 @@ SpawnerSupervisor::SpawnerSupervisor(std::string spawner_path,
       segment_(segment),
       channels_(channels),
       spawner_arguments_(std::move(spawner_arguments)),
-      cgroups_(cgroups),
-      records_(channels.size()) {}
+      cgroups_(cgroups) {
+  records_.reserve(channels.size());
+  for (std::size_t i = 0; i < channels.size(); ++i) records_.push_back(std::make_unique<Record>());
+}
 
 std::string SpawnerSupervisor::spawner_argument(std::uint32_t slot) const {
   return slot < spawner_arguments_.size() ? spawner_arguments_[slot] : std::string();
 }
 
-SpawnerSupervisor::~SpawnerSupervisor() { close(); }
+SpawnerSupervisor::~SpawnerSupervisor() {
+  close();
+  // Here, not in close(): signal_command() may still wake the monitor after close().
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+}
 
 void SpawnerSupervisor::start() {
-  std::lock_guard<std::mutex> lock(mutex_);
   try {
-    for (std::uint32_t i = 0; i < records_.size(); ++i) launch_locked(i);
     for (std::uint32_t i = 0; i < records_.size(); ++i) {
+      std::lock_guard<std::mutex> lock(records_[i]->mutex);
+      launch_locked(i, *records_[i]);
+    }
+    for (std::uint32_t i = 0; i < records_.size(); ++i) {
+      Record& record = *records_[i];
       std::string error;
-      if (!await_attach_locked(i, error))
+      const bool attached = await_attach(i, record, error);
+      std::lock_guard<std::mutex> lock(record.mutex);
+      if (!attached) {
+        discard_locked(i, record);
         throw std::system_error(ECHILD, std::generic_category(), error);
+      }
+      record.watched = true;
+      record.exit_handled = false;
     }
     wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (wake_fd_ < 0)
@@ -74,38 +89,44 @@ void SpawnerSupervisor::start() {
     monitor_ = std::thread(&SpawnerSupervisor::monitor_loop, this);
   } catch (...) {
     stopping_ = true;
-    stop_all_locked();
+    stop_all();
     throw;
   }
 }
 
-void SpawnerSupervisor::launch_locked(std::uint32_t slot) {
+void SpawnerSupervisor::launch_locked(std::uint32_t slot, Record& record) {
   SlotChannel& channel = *channels_[slot];
   channel.reset_for_start();
   try {
-    records_[slot].process =
-        launch_spawner(spawner_path_, segment_.fd(), slot, spawner_argument(slot));
+    record.process = launch_spawner(spawner_path_, segment_.fd(), slot, spawner_argument(slot));
   } catch (...) {
     channel.mark_spawner_dead();
     throw;
   }
+  std::lock_guard<std::mutex> lifeline(record.lifeline_mutex);
+  record.lifeline_fd = record.process.lifeline_fd;
+  record.unsent.clear();
 }
 
-bool SpawnerSupervisor::await_attach_locked(std::uint32_t slot, std::string& error) {
-  SpawnerProcess& process = records_[slot].process;
+// Without any lock (the wait stalls nothing but its caller), by the thread that launched
+// the spawner: nobody else changes the record while it is neither watched nor stopped.
+// close() cuts it short. False: the caller discards the spawner (under the lock).
+bool SpawnerSupervisor::await_attach(std::uint32_t slot, Record& record, std::string& error) {
+  const pid_t pid = record.process.pid;
   const std::int64_t deadline =
       monotonic_ns() + std::chrono::nanoseconds(start_timeout_).count();
   while (!channels_[slot]->wait_for_attach(20)) {
-    int status = 0;
-    if (waitpid(process.pid, &status, WNOHANG) == process.pid) {
-      error = describe_exit(process.pid, status, true) + " while starting";
-      process.pid = -1;
-      discard_locked(slot);
+    siginfo_t info{};
+    // WNOWAIT: discard_locked() reaps it.
+    if (waitid(P_PID, pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid) {
+      const int status = info.si_code == CLD_EXITED ? (info.si_status & 0xff) << 8
+                                                    : info.si_status & 0x7f;
+      error = describe_exit(pid, status, true) + " while starting";
       return false;
     }
-    if (monotonic_ns() > deadline) {
-      error = "spawner process " + std::to_string(process.pid) + " did not attach";
-      discard_locked(slot);
+    if (monotonic_ns() > deadline || stopping_) {
+      error = "spawner process " + std::to_string(pid) +
+              (stopping_ ? " was not attached when the pool closed" : " did not attach");
       return false;
     }
   }
@@ -114,30 +135,36 @@ bool SpawnerSupervisor::await_attach_locked(std::uint32_t slot, std::string& err
 
 // A spawner that never served: killed (it may hang before it reads its lifeline) and
 // reaped, so no zombie waits for close().
-void SpawnerSupervisor::discard_locked(std::uint32_t slot) {
-  SpawnerProcess& process = records_[slot].process;
+void SpawnerSupervisor::discard_locked(std::uint32_t slot, Record& record) {
+  SpawnerProcess& process = record.process;
   if (process.pid > 0) {
     kill(process.pid, SIGKILL);
     int status = 0;
     bool reaped = false;
     reap(process.pid, status, reaped);
   }
-  release_spawner(process);
+  release_locked(record);
   process.pid = -1;
+  record.exit_handled = true;
   channels_[slot]->mark_spawner_dead();
+}
+
+void SpawnerSupervisor::release_locked(Record& record) {
+  std::lock_guard<std::mutex> lifeline(record.lifeline_mutex);
+  release_spawner(record.process);
+  record.lifeline_fd = -1;
+  record.unsent.clear();
 }
 
 bool SpawnerSupervisor::ensure_alive(int slot, SpawnerLoss& loss) {
   SlotChannel& channel = *channels_[slot];
   if (!channel.spawner_dead()) return true;
-  std::unique_lock<std::mutex> lock(mutex_);
-  Record& record = records_[slot];
-  if (!stopping_) {
-    record.restart_requested = true;
-    record.restart_error.clear();
-    wake_monitor();
-    spawner_changed_.wait(lock, [&] { return !record.restart_requested || stopping_; });
-  }
+  Record& record = *records_[slot];
+  std::unique_lock<std::mutex> lock(record.mutex);
+  // A replacement never starts beside what the dead spawner left: the monitor reaps it
+  // and empties its slot's cgroup first.
+  record.changed.wait(lock, [&] { return record.exit_handled || stopping_; });
+  if (!stopping_ && channel.spawner_dead()) restart(static_cast<std::uint32_t>(slot), record, lock);
   if (!channel.spawner_dead()) return true;
   if (stopping_) {
     loss = {FailureStage::kPoolClosed, "the pool is closed"};
@@ -149,36 +176,96 @@ bool SpawnerSupervisor::ensure_alive(int slot, SpawnerLoss& loss) {
   return false;
 }
 
+// The launch under the slot's lock, the attach wait without it (the monitor lists every
+// slot's spawner under each slot's lock: a wait held there would stall it for all).
+void SpawnerSupervisor::restart(std::uint32_t slot, Record& record,
+                                std::unique_lock<std::mutex>& lock) {
+  record.restart_error.clear();
+  try {
+    launch_locked(slot, record);
+  } catch (const std::system_error& e) {
+    record.restart_error = e.what();
+    record.exit_handled = true;
+    return;
+  }
+  record.restarting = true;
+  lock.unlock();
+  std::string error;
+  const bool attached = await_attach(slot, record, error);
+  lock.lock();
+  record.restarting = false;
+  if (attached) {
+    record.watched = true;
+    record.exit_handled = false;
+    wake_monitor();  // to watch its pidfd
+  } else {
+    record.restart_error = error;
+    discard_locked(slot, record);
+  }
+  record.changed.notify_all();  // close() may wait for the restart to end
+}
+
 bool SpawnerSupervisor::pin_to_current_cpu(int slot) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  const pid_t pid = records_[slot].process.pid;
+  Record& record = *records_[slot];
+  std::lock_guard<std::mutex> lock(record.mutex);
+  const pid_t pid = record.process.pid;
   const SlotChannel& channel = *channels_[slot];
   return pid > 0 && !channel.spawner_dead() &&
          pin_task_to_current_cpu(pid, channel.spawner_cpus());
 }
 
 void SpawnerSupervisor::signal_command(int slot, std::uint32_t request, int sig) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  signal_spawner_command(records_[slot].process, request, sig);
+  // Signal 0 is no signal, and {0, 0} (request numbers wrap) would be the goodbye.
+  if (sig <= 0) return;
+  Record& record = *records_[slot];
+  bool queued = false;
+  {
+    std::lock_guard<std::mutex> lifeline(record.lifeline_mutex);
+    const protocol::CancelMessage message{request, sig};
+    // Behind messages still waiting, so that the spawner sees them in order. The same
+    // message twice in a row waits once, as the kernel keeps one of a pending signal.
+    if (!record.unsent.empty() ||
+        send_on_lifeline(record.lifeline_fd, message) == LifelineSend::kWouldBlock) {
+      const bool repeat = !record.unsent.empty() && record.unsent.back().number == request &&
+                          record.unsent.back().signal == sig;
+      if (!repeat) record.unsent.push_back(message);
+      queued = true;
+    }
+  }
+  if (queued) wake_monitor();
+}
+
+void SpawnerSupervisor::send_unsent(Record& record) {
+  std::lock_guard<std::mutex> lifeline(record.lifeline_mutex);
+  std::size_t sent = 0;
+  while (sent < record.unsent.size()) {
+    const LifelineSend result = send_on_lifeline(record.lifeline_fd, record.unsent[sent]);
+    if (result == LifelineSend::kWouldBlock) break;
+    ++sent;  // kGone too: nobody is left to receive it
+  }
+  record.unsent.erase(record.unsent.begin(), record.unsent.begin() + sent);
 }
 
 void SpawnerSupervisor::replace_broken(int slot) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  if (records_[slot].process.pid > 0) kill(records_[slot].process.pid, SIGKILL);
-  spawner_changed_.wait(lock, [&] { return channels_[slot]->spawner_dead() || stopping_; });
+  Record& record = *records_[slot];
+  std::unique_lock<std::mutex> lock(record.mutex);
+  if (record.process.pid > 0) kill(record.process.pid, SIGKILL);
+  record.changed.wait(lock, [&] { return record.exit_handled || stopping_; });
 }
 
 SpawnerLoss SpawnerSupervisor::loss(int slot) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return records_[slot].loss;
+  Record& record = *records_[slot];
+  std::lock_guard<std::mutex> lock(record.mutex);
+  return record.loss;
 }
 
 std::vector<int> SpawnerSupervisor::pids() const {
-  std::lock_guard<std::mutex> lock(mutex_);
   std::vector<int> pids;
-  for (std::size_t i = 0; i < records_.size(); ++i)
-    if (!channels_[i]->spawner_dead() && records_[i].process.pid > 0)
-      pids.push_back(records_[i].process.pid);
+  for (std::size_t i = 0; i < records_.size(); ++i) {
+    std::lock_guard<std::mutex> lock(records_[i]->mutex);
+    if (!channels_[i]->spawner_dead() && records_[i]->process.pid > 0)
+      pids.push_back(records_[i]->process.pid);
+  }
   return pids;
 }
 
@@ -188,27 +275,36 @@ void SpawnerSupervisor::wake_monitor() {
   if (wake_fd_ >= 0) (void)!write(wake_fd_, &one, sizeof one);
 }
 
-// Loop structure: wait for a spawner to exit (its pidfd) or a wake-up (restart request,
-// stop); handle deaths (then, outside the lock, empty their slots' cgroups: what the
-// command left behind outside its process group), then requested restarts, which thus
-// never start on a slot still holding a dead spawner's processes. Without pidfds
-// (kernel < 5.3), or when poll() itself fails (more spawners than RLIMIT_NOFILE allows
-// it), exits are checked every 100 ms.
+// Loop structure: take each slot's lock in turn to list what to watch: the pidfds of
+// attached spawners, and the lifelines holding unsent messages (for room); wait for
+// either, or a wake-up (a new spawner to watch, a message queued, stop); handle deaths
+// (then, outside the lock, empty their slots' cgroups: what the command left behind
+// outside its process group, before the slot's job may start a replacement); send what
+// the lifelines now have room for. Without pidfds (kernel < 5.3), or when poll() itself
+// fails (more spawners than RLIMIT_NOFILE allows it), exits are checked every 100 ms.
 void SpawnerSupervisor::monitor_loop() {
+  struct Watch {
+    std::uint32_t slot;
+    bool lifeline;  // else the pidfd
+  };
   std::vector<pollfd> fds;
-  std::vector<std::uint32_t> watched;  // slot of fds[i]; fds[0] is the wake-up
+  std::vector<Watch> watched;  // of fds[i]; fds[0] is the wake-up
   for (;;) {
+    if (stopping_) return;
     bool check_each = false;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (stopping_) return;
-      fds.assign(1, pollfd{wake_fd_, POLLIN, 0});
-      watched.assign(1, 0);
-      for (std::uint32_t i = 0; i < records_.size(); ++i) {
-        if (channels_[i]->spawner_dead()) continue;
-        if (records_[i].process.pidfd < 0) check_each = true;
-        fds.push_back(pollfd{records_[i].process.pidfd, POLLIN, 0});
-        watched.push_back(i);
+    fds.assign(1, pollfd{wake_fd_, POLLIN, 0});
+    watched.assign(1, Watch{0, false});
+    for (std::uint32_t i = 0; i < records_.size(); ++i) {
+      Record& record = *records_[i];
+      std::lock_guard<std::mutex> lock(record.mutex);
+      if (!record.watched) continue;
+      if (record.process.pidfd < 0) check_each = true;
+      fds.push_back(pollfd{record.process.pidfd, POLLIN, 0});
+      watched.push_back(Watch{i, false});
+      std::lock_guard<std::mutex> lifeline(record.lifeline_mutex);
+      if (!record.unsent.empty()) {
+        fds.push_back(pollfd{record.lifeline_fd, POLLOUT, 0});
+        watched.push_back(Watch{i, true});
       }
     }
     if (poll(fds.data(), fds.size(), check_each ? 100 : -1) < 0 && errno != EINTR) {
@@ -219,21 +315,26 @@ void SpawnerSupervisor::monitor_loop() {
     std::uint64_t drained;
     if (fds[0].revents) (void)!read(wake_fd_, &drained, sizeof drained);
     for (std::size_t i = 1; i < fds.size(); ++i) {
+      Record& record = *records_[watched[i].slot];
+      if (watched[i].lifeline) {
+        if (fds[i].fd < 0 || fds[i].revents) send_unsent(record);
+        continue;
+      }
       bool exited;
       {
-        std::lock_guard<std::mutex> lock(mutex_);
-        exited = fds[i].fd >= 0 ? fds[i].revents != 0
-                                : has_exited(records_[watched[i]].process.pid);
-        if (exited) handle_exit_locked(watched[i]);
+        std::lock_guard<std::mutex> lock(record.mutex);
+        exited = record.watched &&
+                 (fds[i].fd >= 0 ? fds[i].revents != 0 : has_exited(record.process.pid));
+        if (exited) handle_exit_locked(watched[i].slot, record);
       }
-      if (exited && cgroups_ != nullptr) cgroups_->kill_slot(watched[i]);
+      if (!exited) continue;
+      if (cgroups_ != nullptr) cgroups_->kill_slot(watched[i].slot);
+      exit_handled(record);
     }
-    restart_requested_spawners();
   }
 }
 
-void SpawnerSupervisor::handle_exit_locked(std::uint32_t slot) {
-  Record& record = records_[slot];
+void SpawnerSupervisor::handle_exit_locked(std::uint32_t slot, Record& record) {
   int status = 0;
   bool reaped = false;
   reap(record.process.pid, status, reaped);
@@ -241,60 +342,55 @@ void SpawnerSupervisor::handle_exit_locked(std::uint32_t slot) {
   // Its command is an orphan now, still in its own process group: end it. The group id
   // is safe to use while the command is unreaped; the window after that is tiny.
   if (const pid_t child = channels_[slot]->command_pid(); child > 0) kill(-child, SIGKILL);
-  release_spawner(record.process);
+  release_locked(record);
   record.process.pid = -1;
+  record.watched = false;
   channels_[slot]->mark_spawner_dead();
-  spawner_changed_.notify_all();
 }
 
-void SpawnerSupervisor::restart_requested_spawners() {
-  for (std::uint32_t i = 0; i < records_.size(); ++i) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    Record& record = records_[i];
-    if (!record.restart_requested) continue;
-    try {
-      launch_locked(i);
-      std::string error;
-      if (!await_attach_locked(i, error)) record.restart_error = error;
-    } catch (const std::system_error& e) {
-      record.restart_error = e.what();
-    }
-    record.restart_requested = false;
-    spawner_changed_.notify_all();
+void SpawnerSupervisor::exit_handled(Record& record) {
+  {
+    std::lock_guard<std::mutex> lock(record.mutex);
+    record.exit_handled = true;
   }
+  record.changed.notify_all();
 }
 
 // Stops the monitor first, so that the exits close() causes are not taken for crashes.
 void SpawnerSupervisor::close() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (stopping_) return;
-    stopping_ = true;
-  }
+  std::lock_guard<std::mutex> once(close_mutex_);
+  if (stopping_.exchange(true)) return;
   wake_monitor();
   if (monitor_.joinable()) monitor_.join();
-  spawner_changed_.notify_all();
-  std::lock_guard<std::mutex> lock(mutex_);
-  stop_all_locked();
+  for (auto& record : records_) {
+    // A restart under way sees stopping_ within 20 ms and discards its spawner. Under
+    // the lock, so that a waiter checks stopping_ before it sleeps or sees this.
+    std::unique_lock<std::mutex> lock(record->mutex);
+    record->changed.wait(lock, [&] { return !record->restarting; });
+    record->changed.notify_all();
+  }
+  stop_all();
 }
 
-void SpawnerSupervisor::stop_all_locked() {
+void SpawnerSupervisor::stop_all() {
   for (std::uint32_t i = 0; i < records_.size(); ++i) {
-    SpawnerProcess& process = records_[i].process;
+    Record& record = *records_[i];
+    std::lock_guard<std::mutex> lock(record.mutex);
+    SpawnerProcess& process = record.process;
     if (process.pid <= 0 || channels_[i]->spawner_dead()) continue;
     // EOF on the lifeline makes the spawner SIGKILL its command's group (with a cgroup:
-    // its slot) and exit; after the goodbye, it leaves the other cgroups to the pool.
+    // its slot) and exit; after the goodbye, it leaves the other cgroups to the driver.
     say_goodbye(process);
-    release_spawner(process);
+    release_locked(record);
     int status = 0;
     bool reaped = false;
     reap(process.pid, status, reaped);
     process.pid = -1;
-    records_[i].loss = {FailureStage::kPoolClosed, "the pool was closed"};
+    record.watched = false;
+    record.exit_handled = true;
+    record.loss = {FailureStage::kPoolClosed, "the pool was closed"};
     channels_[i]->mark_spawner_dead();
   }
-  if (wake_fd_ >= 0) ::close(wake_fd_);
-  wake_fd_ = -1;
 }
 
 }  // namespace spawnpool::detail

@@ -1,13 +1,16 @@
 // The spawners' lifetime on the driver side: start and attach, death (a monitor thread
 // polls every spawner's pidfd; with per-slot cgroups it then empties the slot), a
 // replacement when a submitter finds its slot's spawner dead, close (a goodbye on each
-// lifeline first). Threading: thread-safe. One mutex guards every spawner record; once
-// start() has returned, only the monitor thread reaps or replaces a spawner (close()
-// stops it first and then ends the rest itself).
+// lifeline first). Threading: thread-safe. State is per slot, each under its own mutex,
+// so that a replacement attaching (up to start_timeout) stalls only the job that waits
+// for it; no call takes two slots' locks. The monitor reaps the spawners it watches
+// (attached ones); the submitter that asked for a replacement starts it, waits for it to
+// attach and discards it if it does not; close() stops the monitor, then ends the rest.
 #pragma once
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -46,15 +49,19 @@ class SpawnerSupervisor {
 
   /// Launches every spawner, waits until each has attached and starts the monitor. Throws std::system_error, leaving nothing running.
   void start();
-  /// Makes sure `slot` has a live spawner: if it died, asks the monitor for a
-  /// replacement and waits for it. False, with why in `loss`, when none serves.
+  /// Makes sure `slot` has a live spawner: if it died, waits until the monitor has
+  /// reaped it (and emptied its slot), then starts a replacement and waits for it to
+  /// attach. Only the job holding `slot` calls this. False, with why in `loss`, when none
+  /// serves.
   bool ensure_alive(int slot, SpawnerLoss& loss);
   /// The request half of the same-CPU hand-off: pins `slot`'s spawner to the calling
-  /// thread's CPU if its own set has that CPU. Under the lock, so the pid is not a
+  /// thread's CPU if its own set has that CPU. Under the slot's lock, so the pid is not a
   /// reaped spawner's. False when not pinned.
   bool pin_to_current_cpu(int slot);
   /// Asks `slot`'s spawner to send `sig` to the command of request `request` (now, or at
-  /// its launch; never to a later command). Never blocks.
+  /// its launch; never to a later command). Never blocks: it takes only the lifeline's
+  /// lock, which nothing holds while it waits. A message the full socket cannot take now
+  /// is kept and sent by the monitor once there is room, in order.
   void signal_command(int slot, std::uint32_t request, int sig);
   /// `slot`'s spawner broke the protocol: kills it and waits until it counts as dead, so
   /// the next job on the slot gets a replacement.
@@ -67,22 +74,36 @@ class SpawnerSupervisor {
   std::vector<int> pids() const;
 
  private:
+  // One slot's spawner. `mutex` guards the fields after it up to `lifeline_mutex`;
+  // `lifeline_mutex` (taken after `mutex` when both are) guards `lifeline_fd` and
+  // `unsent`, and is held only to send, queue or close, never while waiting.
   struct Record {
-    SpawnerProcess process;
-    bool restart_requested = false;  // a submitter waits for a replacement
-    std::string restart_error;       // why the last replacement failed
-    SpawnerLoss loss;                // how the last spawner ended
+    std::mutex mutex;
+    std::condition_variable changed;  // exit_handled or restarting changed, close()
+    SpawnerProcess process;      // pid -1: none
+    bool watched = false;        // attached: the monitor watches its pidfd and reaps it
+    bool restarting = false;     // the slot's job waits for its replacement to attach
+    bool exit_handled = true;    // no spawner, and nothing of the last one left to clean
+    std::string restart_error;   // why the last replacement failed
+    SpawnerLoss loss;            // how the last spawner ended
+
+    std::mutex lifeline_mutex;
+    int lifeline_fd = -1;                           // process.lifeline_fd, for senders
+    std::vector<protocol::CancelMessage> unsent;    // the socket was full: in order
   };
 
-  void launch_locked(std::uint32_t slot);
-  bool await_attach_locked(std::uint32_t slot, std::string& error);
-  void discard_locked(std::uint32_t slot);
+  void launch_locked(std::uint32_t slot, Record& record);
+  bool await_attach(std::uint32_t slot, Record& record, std::string& error);
+  void restart(std::uint32_t slot, Record& record, std::unique_lock<std::mutex>& lock);
+  void discard_locked(std::uint32_t slot, Record& record);
+  void release_locked(Record& record);
   void monitor_loop();
-  void handle_exit_locked(std::uint32_t slot);
+  void handle_exit_locked(std::uint32_t slot, Record& record);
+  void exit_handled(Record& record);
+  static void send_unsent(Record& record);
   std::string spawner_argument(std::uint32_t slot) const;
-  void restart_requested_spawners();
   void wake_monitor();
-  void stop_all_locked();
+  void stop_all();
 
   const std::string spawner_path_;
   const std::chrono::milliseconds start_timeout_;
@@ -90,11 +111,10 @@ class SpawnerSupervisor {
   std::vector<std::unique_ptr<SlotChannel>>& channels_;
   const std::vector<std::string> spawner_arguments_;
   const CgroupTree* const cgroups_;
-  mutable std::mutex mutex_;
-  std::condition_variable spawner_changed_;  // a replacement attached or failed, a death
-  std::vector<Record> records_;              // guarded by mutex_, one per slot
-  bool stopping_ = false;                    // guarded by mutex_: close() has begun
-  int wake_fd_ = -1;                         // eventfd: restart requests and stop
+  std::vector<std::unique_ptr<Record>> records_;  // one per slot, for the pool's life
+  std::mutex close_mutex_;                         // close() runs once
+  std::atomic<bool> stopping_{false};              // close() has begun
+  int wake_fd_ = -1;  // eventfd: a spawner to watch, a message to send, stop
   std::thread monitor_;
 };
 
