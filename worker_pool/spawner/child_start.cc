@@ -96,8 +96,11 @@ SPAWNPOOL_NO_SANITIZE int child_main(void* raw_args) {
   // Not fatal: a set the kernel refuses now (a cpuset changed under us) leaves the
   // command on the CPU it starts on, which is still a CPU it may use.
   if (setup.cpus) syscall(SYS_sched_setaffinity, 0, setup.cpus_bytes, setup.cpus);
+  // Checked: a program started with every signal blocked would ignore Ctrl-C and the
+  // pool's cancels (SIGTERM, SIGINT) for its whole life.
   const unsigned long no_signals[8] = {};
-  syscall(SYS_rt_sigprocmask, SIG_SETMASK, no_signals, nullptr, kSigsetBytes);
+  if (syscall(SYS_rt_sigprocmask, SIG_SETMASK, no_signals, nullptr, kSigsetBytes) != 0)
+    child_fails(args, FailureStage::kSpawner);
   syscall(SYS_execve, setup.path, setup.argv, setup.envp);
   child_fails(args, FailureStage::kExec);
 }

@@ -2,10 +2,17 @@
 // child_state helper reports what it got: its own process group, every signal at its
 // default and none blocked (whatever the parent had), fds 0-2 only, the parent-death
 // signal, the CPU set it was given. Launch failures come back with their stage and errno,
-// the failed child reaped.
+// the failed child reaped, the last signal-mask call's too (under a seccomp filter).
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include <cstddef>
 
 #include <catch2/catch.hpp>
 #include <string>
@@ -119,6 +126,64 @@ TEST_CASE("a launch failure names its stage and errno, and leaves no child",
     CHECK(started.failure == FailureStage::kExec);
     CHECK(started.error_number == EACCES);
   }
+  CHECK(no_children());
+}
+
+// In a forked copy of this process (the filter stays with it): rt_sigprocmask(SIG_SETMASK,
+// set, NULL), the child's last call before exec, fails with EPERM. The parent's own
+// restore has the same form, so that copy ends with every signal blocked; it only
+// reports and exits. Exit 0: the launch failed at kSpawner with EPERM; 1: the program
+// ran (with every signal blocked); 2: anything else.
+int launch_with_failing_unblock() {
+  const std::uint32_t kArch =
+#if defined(__x86_64__)
+      AUDIT_ARCH_X86_64;
+#elif defined(__aarch64__)
+      AUDIT_ARCH_AARCH64;
+#else
+      0;
+#endif
+  sock_filter filter[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kArch, 1, 0),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_rt_sigprocmask, 0, 7),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[0])),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SIG_SETMASK, 0, 5),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[2])),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 3),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[2]) + 4),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  const sock_fprog program{static_cast<unsigned short>(sizeof filter / sizeof filter[0]),
+                           filter};
+  if (kArch == 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+      prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) != 0)
+    return 3;
+  HelperChild child("exit_with", {"0"});
+  const detail::ChildStart started = detail::start_child(child.setup());
+  if (started.pid > 0) {
+    reap(started.pid);
+    return 1;
+  }
+  return started.failure == FailureStage::kSpawner && started.error_number == EPERM ? 0 : 2;
+}
+
+TEST_CASE("a child that cannot unblock its signals fails at the spawner stage, unstarted",
+          "[spawner][child]") {
+  const pid_t copy = fork();
+  REQUIRE(copy >= 0);
+  if (copy == 0) _exit(launch_with_failing_unblock());
+  const int status = reap(copy);
+  REQUIRE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 3) {
+    WARN("skipped: no seccomp filter could be installed here");
+    return;
+  }
+  CHECK(WEXITSTATUS(status) == 0);
   CHECK(no_children());
 }
 
