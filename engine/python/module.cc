@@ -61,9 +61,10 @@ std::vector<std::string> to_env(py::handle env) {
   return out;
 }
 
-// spawnpool.Command and spawnpool.Result (command.py), handed over once by the package's
-// __init__.py (_bind): commands are read from them and results made as them, so that
-// every runner, compiled or not, speaks the same types. Never freed (module lifetime).
+// spawnpool.Result (command.py), handed over once by the package's pool.py
+// (_bind(Result)): results are made as it, so that every runner, compiled or not, returns
+// the same type. Commands are read by their four attributes (to_command), so a
+// spawnpool.Command or anything shaped like it will do. Never freed (module lifetime).
 PyObject* g_result_type = nullptr;
 PyObject* g_empty_tuple = nullptr;
 
@@ -118,7 +119,10 @@ spawnpool::Command to_command(py::handle command) {
   spawnpool::Command out;
   out.argv = to_argv(attribute(command, g_names.argv));
   py::object env = attribute(command, g_names.env);
-  if (!env.is_none()) out.env = to_env(env);
+  // No env: the driver's, copied now, with the GIL held: os.environ's putenv runs under
+  // it, so no other Python thread changes environ during the copy (the engine would
+  // make it after the GIL is released).
+  out.env = env.is_none() ? spawnpool::current_environment() : to_env(env);
   py::object cwd = attribute(command, g_names.cwd);
   if (!cwd.is_none()) out.cwd = fs_bytes(cwd);
   out.output = to_output_mode(attribute(command, g_names.output));

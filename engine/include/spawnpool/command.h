@@ -25,4 +25,11 @@ struct Command {
   OutputMode output = OutputMode::kPassthrough;
 };
 
+/// The driver's environment now, as "NAME=value" entries: what a Command without `env`
+/// gets at submit. A binding whose language guards the environment with a lock of its
+/// own (Python's GIL: os.environ's putenv runs under it) copies it here with that lock
+/// held and sets Command::env, so that no other thread's putenv races the copy.
+/// Thread-safe as far as environ is: not against a concurrent setenv.
+std::vector<std::string> current_environment();
+
 }  // namespace spawnpool

@@ -50,12 +50,6 @@ std::string working_directory(const std::string& cwd) {
   return here.empty() ? cwd : here + "/" + cwd;
 }
 
-std::vector<std::string> current_environment() {
-  std::vector<std::string> env;
-  for (char** e = environ; *e; ++e) env.emplace_back(*e);
-  return env;
-}
-
 std::size_t environment_index(const std::vector<std::string>& env, std::string_view name) {
   for (std::size_t i = 0; i < env.size(); ++i) {
     const std::string& entry = env[i];
@@ -89,3 +83,13 @@ PreparedCommand prepare_command(Command command, const CompileClassifier& classi
 }
 
 }  // namespace spawnpool::detail
+
+namespace spawnpool {
+
+std::vector<std::string> current_environment() {
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) env.emplace_back(*e);
+  return env;
+}
+
+}  // namespace spawnpool

@@ -26,9 +26,6 @@ PreparedCommand prepare_command(
 /// which is the driver's at pool start) when the driver's cannot be read.
 std::string working_directory(const std::string& cwd);
 
-/// The driver's environment now, as "NAME=value" entries.
-std::vector<std::string> current_environment();
-
 /// The index in `env` ("NAME=value" entries) of `name`'s entry, or env.size() if none.
 std::size_t environment_index(const std::vector<std::string>& env, std::string_view name);
 
