@@ -51,7 +51,9 @@ sys.path.insert(0, HERE)
 import spawn_bench  # noqa: E402  (helper builds and machine info)
 
 BALLAST_GIB = 2
-RELEASES_DIR = os.environ.get("SPAWNPOOL_SCONS_RELEASES") or "/work/shared/scons"
+# The project's shared folder sits beside the repository (../shared), wherever it is cloned.
+RELEASES_DIR = (os.environ.get("SPAWNPOOL_SCONS_RELEASES")
+                or os.path.join(os.path.dirname(REPO), "shared", "scons"))
 PYENV_ROOT = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
 
 # site_scons/site_init.py snippets, generated into the benchmark's copy of the tree.

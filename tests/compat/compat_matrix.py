@@ -12,8 +12,8 @@ run SCons releases from their tarballs under any interpreter.
   by default: NewParallel on 4.6 (`--experimental=tm_v2`, default since 4.7) and the
   legacy one on the newest release (`--experimental=legacy_sched`).
 
-The tarballs come from $SPAWNPOOL_SCONS_RELEASES (default /work/shared/scons); the
-interpreters from pyenv ($PYENV_ROOT, default ~/.pyenv). A cell whose release or
+The tarballs come from $SPAWNPOOL_SCONS_RELEASES (default ../shared/scons beside the
+repository); the interpreters from pyenv ($PYENV_ROOT, default ~/.pyenv). A cell whose release or
 interpreter is absent is skipped with the reason. scons_plugin/README.md's "Supported
 versions" table must say exactly this (tests/compat/test_supported_versions.py).
 
@@ -33,7 +33,8 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO / 'tests' / 'scons'))
 import scons_e2e  # noqa: E402  (builds, sessions, leak checks of the SCons suite)
 
-RELEASES_DIR = Path(os.environ.get('SPAWNPOOL_SCONS_RELEASES') or '/work/shared/scons')
+# The project's shared folder sits beside the repository (../shared), wherever it is cloned.
+RELEASES_DIR = Path(os.environ.get('SPAWNPOOL_SCONS_RELEASES') or REPO.parent / 'shared' / 'scons')
 PYENV_ROOT = Path(os.environ.get('PYENV_ROOT') or os.path.expanduser('~/.pyenv'))
 SYSTEM_PYTHON = scons_e2e.SYSTEM_PYTHON
 SYSTEM_PYTHON_VERSION = '3.11'          # Debian bookworm's; checked by the tests

@@ -16,9 +16,6 @@ enum class MemorySource : std::int32_t {
   kCgroup = 2,  ///< the slot's cgroup: everything the command started, together
 };
 
-/// "none", "rusage", "cgroup".
-const char* memory_source_name(MemorySource source);
-
 struct Result {
   /// Exit status, or -N when killed by signal N (as subprocess.Popen reports it).
   /// -1 when the command never ran (see failure).

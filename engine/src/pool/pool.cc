@@ -46,15 +46,6 @@ const char* stage_name(FailureStage stage) {
   return "unknown";
 }
 
-const char* memory_source_name(MemorySource source) {
-  switch (source) {
-    case MemorySource::kNone: return "none";
-    case MemorySource::kRusage: return "rusage";
-    case MemorySource::kCgroup: return "cgroup";
-  }
-  return "none";
-}
-
 Job::Job() = default;
 
 Job::Job(std::shared_ptr<detail::PoolCore> core, std::unique_ptr<detail::JobState> state)

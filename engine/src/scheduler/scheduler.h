@@ -10,7 +10,8 @@
 // policy: the order, exclusive jobs (an OOM retry runs alone), the count of passes and
 // its bound, what each job waited for (JobInfo's *_wait_ns), the recheck timer
 // (scheduling_policy.h says why). The fast path, everything free and nobody waiting, is
-// one lock, one policy call and (with a jobserver) one try for a token. Thread-safe: one
+// one lock, three policy calls (on_submit, admit, on_dispatch) and (with a jobserver) one
+// try for a token. Thread-safe: one
 // mutex; a submitter that has to wait sleeps on its own condition variable, woken only
 // for its own start (or the policy's recheck time); with a usable jobserver one thread
 // of the scheduler's polls make's pipe while a job waits for a token (never a read(2)
