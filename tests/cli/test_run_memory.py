@@ -45,7 +45,7 @@ def test_a_command_that_never_fits_reports_the_oom_killer(tmp_path):
     if not alloc.exists():
         pytest.skip('%s is not built' % alloc)
     (tmp_path / 'cmds').write_text('%s 400\n' % alloc)
-    with cgroup_support.TestCgroup(limit_bytes=192 << 20) as cap:
+    with cgroup_support.TestCgroup(limit_bytes=192 << 20, holds_driver=True) as cap:
         join = ['/bin/sh', '-c', 'echo $$ > "$0/cgroup.procs" && exec "$@"', cap.path]
         rc, _, err = run(['--memory=2G', 'cmds'], tmp_path, prefix=join)
     assert rc == 1, err

@@ -89,7 +89,7 @@ def test_a_command_that_never_fits_fails_with_the_oom_message(pool_module, proje
     alloc = BUILD / 'tests' / 'helpers' / 'alloc_touch'
     if not alloc.exists():
         pytest.skip('%s is not built' % alloc)
-    with cgroup_support.TestCgroup(limit_bytes=192 << 20) as cap:
+    with cgroup_support.TestCgroup(limit_bytes=192 << 20, holds_driver=True) as cap:
         # SCons itself runs in the capped cgroup, as under the memory benchmark.
         argv = ['/bin/sh', '-c', 'echo $$ > "$0/cgroup.procs" && exec "$@"', cap.path,
                 SCONS, '--site-dir=%s' % SITE_DIR, '--process-spawner', MEMORY, '-Q',

@@ -100,8 +100,11 @@ def leaked_pool_cgroups(grace_s=5.0):
 class TestCgroup:
     """A memory cgroup of the test's own, always removed (see the module's doc)."""
 
-    def __init__(self, limit_bytes=None):
+    def __init__(self, limit_bytes=None, holds_driver=False):
+        """`holds_driver`: a driver will run in it (cgroup v2: then the driver enables
+        memory for its pools itself, and the cgroup must not enable it first)."""
         self.limit_bytes = limit_bytes
+        self.holds_driver = holds_driver
         self.path = None
         self.version = None
 
@@ -111,8 +114,12 @@ class TestCgroup:
         if reason:
             pytest.skip(reason)
         base, self.version = memory_cgroup_dir()
+        if self.version == 2:
+            base = self._leave_home(base)
         self.path = os.path.join(base, 'cgtest-py-%d-%s' % (os.getpid(), secrets.token_hex(4)))
         os.mkdir(self.path)
+        if self.version == 2 and not self.holds_driver:   # what pools' cgroups below need
+            _write(os.path.join(self.path, 'cgroup.subtree_control'), '+memory')
         if self.limit_bytes is not None:
             name = 'memory.limit_in_bytes' if self.version == 1 else 'memory.max'
             with open(os.path.join(self.path, name), 'w') as f:
@@ -121,7 +128,39 @@ class TestCgroup:
 
     def __exit__(self, *exc):
         self.remove()
+        self._return_home()
         return False
+
+    # cgroup v2 gives no controller to the children of a cgroup with processes (the root
+    # cgroup aside): where `base` holds this process, it moves into base/cgtest-py-<pid>-home
+    # first, as a driver moves into its leaf (worker_pool/cgroup/cgroup_v2_home.h), and
+    # back at the end.
+    _home = None
+
+    def _leave_home(self, base):
+        with open(os.path.join(base, 'cgroup.subtree_control')) as f:
+            if 'memory' in f.read().split():
+                return base
+        parent = os.path.dirname(base)
+        if not os.path.isfile(os.path.join(parent, 'cgroup.procs')):
+            return base   # the root cgroup: exempt
+        leaf = os.path.join(base, 'cgtest-py-%d-home' % os.getpid())
+        os.mkdir(leaf)
+        _write(os.path.join(leaf, 'cgroup.procs'), str(os.getpid()))
+        self._home = (base, leaf)
+        _write(os.path.join(base, 'cgroup.subtree_control'), '+memory')
+        return base
+
+    def _return_home(self):
+        if self._home is None:
+            return
+        base, leaf = self._home
+        self._home = None
+        _write(os.path.join(base, 'cgroup.subtree_control'), '-memory')
+        with open(os.path.join(leaf, 'cgroup.procs')) as f:
+            for pid in f.read().split():
+                _write(os.path.join(base, 'cgroup.procs'), pid)
+        os.rmdir(leaf)
 
     def children(self):
         return sorted(n for n in os.listdir(self.path)
@@ -145,6 +184,11 @@ class TestCgroup:
                     break
                 except OSError:             # EBUSY: a killed process still exiting
                     time.sleep(0.01)
+
+
+def _write(path, text):
+    with open(path, 'w') as f:
+        f.write(text)
 
 
 def _empty(directory, timeout=5.0):

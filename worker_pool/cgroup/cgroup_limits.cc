@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstring>
 
 namespace spawnpool::detail {
 namespace {
@@ -24,6 +26,28 @@ bool read_value(const std::string& path, std::int64_t& value) {
   return ok;
 }
 
+// The v2 root cgroup has no memory.current (nor memory.max): it is the whole machine.
+bool is_v2_root(const std::string& dir) {
+  return dir == "/" || cgroup_version_of(parent_of(dir)) != CgroupVersion::kV2;
+}
+
+// What the root cgroup would show as memory.current: all memory not free (page cache
+// included, as a cgroup's usage includes it), from /proc/meminfo (kB).
+bool read_machine_usage(std::int64_t& usage) {
+  std::string meminfo;
+  if (!read_file_text("/proc/meminfo", meminfo)) return false;
+  long long total_kb = -1, free_kb = -1;
+  for (const char* line = meminfo.c_str(); line != nullptr && *line != '\0';) {
+    std::sscanf(line, "MemTotal: %lld kB", &total_kb);
+    std::sscanf(line, "MemFree: %lld kB", &free_kb);
+    line = std::strchr(line, '\n');
+    if (line != nullptr) ++line;
+  }
+  if (total_kb < 0 || free_kb < 0) return false;
+  usage = static_cast<std::int64_t>(total_kb - free_kb) * 1024;
+  return true;
+}
+
 struct Level {
   std::int64_t limit = kNoLimit;
   std::int64_t usage = 0;
@@ -38,7 +62,8 @@ bool read_level(const std::string& dir, CgroupVersion version, Level& level) {
     return true;
   }
   std::int64_t max = kNoLimit, high = kNoLimit;
-  if (!read_value(dir + "/memory.current", level.usage)) return false;
+  if (!read_value(dir + "/memory.current", level.usage))
+    return is_v2_root(dir) && read_machine_usage(level.usage);
   read_value(dir + "/memory.max", max);  // absent at the root: no limit
   read_value(dir + "/memory.high", high);
   level.limit = max == kNoLimit ? high : high == kNoLimit ? max : std::min(max, high);

@@ -32,6 +32,23 @@ std::string random_suffix() {
 
 std::string error_text(const std::string& what) { return what + ": " + std::strerror(errno); }
 
+// v2 hands a controller to a cgroup's children only through its subtree_control: an
+// explicit parent without "memory" there would make slots that measure nothing, and
+// the pool's own "+memory" write would fail with a misleading ENOENT.
+bool gives_children_memory(const std::string& parent, CgroupVersion version, std::string& why) {
+  if (version != CgroupVersion::kV2) return true;
+  std::string subtree;
+  if (!read_file_text(parent + "/cgroup.subtree_control", subtree)) {
+    why = error_text("cannot read " + parent + "/cgroup.subtree_control");
+    return false;
+  }
+  subtree = subtree.substr(0, subtree.find('\n'));
+  if ((" " + subtree + " ").find(" memory ") != std::string::npos) return true;
+  why = "the memory controller is not enabled for the children of " + parent +
+        " (its cgroup.subtree_control: '" + subtree + "'; write +memory to it)";
+  return false;
+}
+
 // Where the pool goes, and its hierarchy: an explicit parent, or the driver's cgroup.
 bool choose_parent(const CgroupTreeOptions& options, std::string& parent,
                    CgroupVersion& version, std::string& why) {
@@ -39,7 +56,8 @@ bool choose_parent(const CgroupTreeOptions& options, std::string& parent,
     parent = options.parent_dir;
     version = cgroup_version_of(parent);
     if (version == CgroupVersion::kNone) why = parent + " is not a cgroup directory";
-    return version != CgroupVersion::kNone;
+    return version != CgroupVersion::kNone &&
+           (!options.require_memory || gives_children_memory(parent, version, why));
   }
   const CgroupHierarchy found = find_memory_hierarchy();
   parent = found.dir;
@@ -112,8 +130,11 @@ bool CgroupTree::make_slots(const CgroupTreeOptions& options, std::string& why) 
       return false;
     }
   }
+  // memory.current, not memory.peak: kernels before 5.19 (RHEL 9's 5.14, Ubuntu
+  // 22.04's 5.15) have the controller without a peak file; their slots still place and
+  // kill, and measure with ru_maxrss (SlotCgroup::measures_memory()).
   const char* probe =
-      version_ == CgroupVersion::kV1 ? "memory.max_usage_in_bytes" : "memory.peak";
+      version_ == CgroupVersion::kV1 ? "memory.max_usage_in_bytes" : "memory.current";
   const std::string first = pool_dir_ + "/" + slot_dir_name(0) + "/" + probe;
   if (options.require_memory && slots_ > 0 && access(first.c_str(), F_OK) != 0) {
     why = error_text("the slot cgroups have no memory controller (" + first + ")");

@@ -71,8 +71,15 @@ pid_t pid_in(const std::string& path) {
   return pid;
 }
 
+// The cgroup's limit: v1 memory.limit_in_bytes; v2 memory.max, and no swap.
 bool limit_memory(const TestCgroup& cgroup, std::int64_t bytes) {
-  return detail::write_file_text(cgroup.dir() + "/memory.limit_in_bytes", std::to_string(bytes));
+  const bool v1 = cgroup.version() == detail::CgroupVersion::kV1;
+  const std::string dir = cgroup.dir();
+  if (!detail::write_file_text(dir + (v1 ? "/memory.limit_in_bytes" : "/memory.max"),
+                               std::to_string(bytes)))
+    return false;
+  if (!v1) detail::write_file_text(dir + "/memory.swap.max", "0");  // where swap is on
+  return true;
 }
 
 TEST_CASE("a command runs in its slot's cgroup and is measured there", "[pool][memory]") {

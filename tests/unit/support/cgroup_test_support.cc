@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <catch2/catch.hpp>
 #include <thread>
 
@@ -22,6 +23,8 @@
 #include "worker_pool/cgroup/cgroup_files.h"
 #include "worker_pool/cgroup/cgroup_join.h"
 #include "worker_pool/cgroup/cgroup_kill.h"
+#include "worker_pool/cgroup/cgroup_sweep.h"
+#include "worker_pool/cgroup/cgroup_v2_home.h"
 
 namespace spawnpool::test {
 namespace {
@@ -59,6 +62,37 @@ void remove_stale_test_cgroups(const std::string& base, CgroupVersion version) {
 
 }  // namespace
 
+namespace {
+
+bool lists_word(const std::string& text, const std::string& word) {
+  return (" " + text.substr(0, text.find('\n')) + " ").find(" " + word + " ") !=
+         std::string::npos;
+}
+
+// leave_v2_home() where `base` cannot give its children memory yet: not at the root
+// cgroup (exempt from the rule), nor where its subtree_control has memory already.
+bool leave_v2_home_if_needed(const std::string& base, std::string& home,
+                             std::uint32_t& flags, std::string& why) {
+  std::string subtree;
+  detail::read_file_text(base + "/cgroup.subtree_control", subtree);
+  const std::string above = base.substr(0, base.find_last_of('/'));
+  if (lists_word(subtree, "memory") || detail::cgroup_version_of(above) != CgroupVersion::kV2)
+    return true;
+  return detail::leave_v2_home(base, home, flags, why);
+}
+
+// Undoes leave_v2_home_if_needed() once this process's last test cgroup is gone.
+void return_home(const std::string& home, std::uint32_t flags) {
+  if (flags == 0) return;
+  std::lock_guard<std::mutex> lock(detail::v2_home_mutex());
+  for (const std::string& name : child_cgroups(home))
+    if (name.rfind("cgtest-" + std::to_string(getpid()) + "-", 0) == 0) return;
+  std::string ignored;
+  detail::restore_driver_home(home, getpid(), flags, ignored);
+}
+
+}  // namespace
+
 bool remove_cgroup_tree(const std::string& dir, CgroupVersion version) {
   bool removed = true;
   for (const std::string& name : child_cgroups(dir))
@@ -86,13 +120,34 @@ std::unique_ptr<TestCgroup> TestCgroup::under(const std::string& base, std::stri
   std::uint32_t random = 0;
   if (getrandom(&random, sizeof random, 0) != sizeof random)
     random = static_cast<std::uint32_t>(time(nullptr));
+  // v2: a cgroup that holds this process gives its children no controller (the "no
+  // internal processes" rule, the root cgroup aside), so the test leaves home as a
+  // driver does (cgroup_v2_home.h): into a leaf beside its test cgroup.
+  std::string home = base;
+  std::uint32_t home_flags = 0;
+  if (version == CgroupVersion::kV2) {
+    std::lock_guard<std::mutex> lock(detail::v2_home_mutex());
+    if (!leave_v2_home_if_needed(base, home, home_flags, why_not)) return nullptr;
+  }
   const std::string dir =
-      base + "/cgtest-" + std::to_string(getpid()) + "-" + std::to_string(random);
+      home + "/cgtest-" + std::to_string(getpid()) + "-" + std::to_string(random);
   if (mkdir(dir.c_str(), 0755) != 0) {
-    why_not = "cannot create a test cgroup in " + base + ": " + std::strerror(errno);
+    why_not = "cannot create a test cgroup in " + home + ": " + std::strerror(errno);
+    return_home(home, home_flags);
     return nullptr;
   }
-  return std::unique_ptr<TestCgroup>(new TestCgroup(dir, version));
+  std::unique_ptr<TestCgroup> cgroup(new TestCgroup(dir, version));
+  cgroup->home_flags_ = home_flags;
+  // What the slots below need: the memory controller for the test cgroup's children.
+  std::string controllers;
+  detail::read_file_text(dir + "/cgroup.controllers", controllers);
+  if (version == CgroupVersion::kV2 && lists_word(controllers, "memory") &&
+      !detail::write_file_text(dir + "/cgroup.subtree_control", "+memory")) {
+    why_not = "cannot enable memory in " + dir + "/cgroup.subtree_control: " +
+              std::strerror(errno);
+    return nullptr;
+  }
+  return cgroup;
 }
 
 std::unique_ptr<TestCgroup> TestCgroup::in_memory_hierarchy(std::string& why_not) {
@@ -113,7 +168,10 @@ std::unique_ptr<TestCgroup> TestCgroup::in_unified_hierarchy(std::string& why_no
   return under(found.v2_dir, why_not);
 }
 
-TestCgroup::~TestCgroup() { remove_cgroup_tree(dir_, version_); }
+TestCgroup::~TestCgroup() {
+  remove_cgroup_tree(dir_, version_);
+  return_home(dir_.substr(0, dir_.find_last_of('/')), home_flags_);
+}
 
 std::string TestCgroup::make_child(const std::string& name) const {
   const std::string child = dir_ + "/" + name;

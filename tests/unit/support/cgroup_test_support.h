@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -24,7 +25,10 @@ bool remove_cgroup_tree(const std::string& dir, detail::CgroupVersion version);
 /// The names of the cgroups directly below `dir`.
 std::vector<std::string> child_cgroups(const std::string& dir);
 
-/// <base>/cgtest-<pid>-<random>, removed (tree and processes) on destruction.
+/// <base>/cgtest-<pid>-<random>, removed (tree and processes) on destruction. On v2 its
+/// children get the memory controller ("+memory" in its subtree_control); where `base`
+/// holds this process, the process first moves into <base>/spawnpool-<pid>-driver, as a
+/// driver does, and back when its last test cgroup is gone.
 class TestCgroup {
  public:
   /// Under this process's memory cgroup (v1 or v2). Null with `why_not` when there is
@@ -48,6 +52,7 @@ class TestCgroup {
   static std::unique_ptr<TestCgroup> under(const std::string& base, std::string& why_not);
   std::string dir_;
   detail::CgroupVersion version_;
+  std::uint32_t home_flags_ = 0;  // what leaving a v2 home did (0: stayed home)
 };
 
 /// What every cgroup test that starts processes does around its body: this process is

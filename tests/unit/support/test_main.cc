@@ -14,8 +14,14 @@
 namespace spawnpool::test {
 namespace {
 
+// A case with sections runs once per leaf section; it counts as skipped when every run
+// skipped, and as passed (with a "PARTLY SKIPPED" line) when only some did.
 struct SkipState {
   std::string current_reason;  // of the running case; "" while it has not skipped
+  bool run_skipped = false;    // the current run of the case called test_skip()
+  int depth = 0;               // of the sections open in the current run
+  int runs = 0, skipped_runs = 0;
+  std::vector<std::pair<std::string, std::string>> partly;  // case name, reason
   std::vector<std::pair<std::string, std::string>> skipped;  // case name, reason
   int passed = 0;
   int failed = 0;
@@ -30,14 +36,27 @@ class SkipListener : public Catch::TestEventListenerBase {
  public:
   using TestEventListenerBase::TestEventListenerBase;
   void testCaseStarting(const Catch::TestCaseInfo&) override {
-    skip_state().current_reason.clear();
+    SkipState& state = skip_state();
+    state.current_reason.clear();
+    state.run_skipped = false;
+    state.depth = state.runs = state.skipped_runs = 0;
+  }
+  void sectionStarting(const Catch::SectionInfo&) override { ++skip_state().depth; }
+  void sectionEnded(const Catch::SectionStats&) override {
+    SkipState& state = skip_state();
+    if (--state.depth != 0) return;  // the case's own section closes each run
+    ++state.runs;
+    if (state.run_skipped) ++state.skipped_runs;
+    state.run_skipped = false;
   }
   void testCaseEnded(const Catch::TestCaseStats& stats) override {
     SkipState& state = skip_state();
     if (!stats.totals.assertions.allOk() || stats.totals.testCases.failed > 0)
       ++state.failed;
-    else if (!state.current_reason.empty())
+    else if (state.skipped_runs > 0 && state.skipped_runs == state.runs)
       state.skipped.emplace_back(stats.testInfo.name, state.current_reason);
+    else if (state.skipped_runs > 0)
+      ++state.passed, state.partly.emplace_back(stats.testInfo.name, state.current_reason);
     else
       ++state.passed;
   }
@@ -49,8 +68,9 @@ CATCH_REGISTER_LISTENER(SkipListener)
 
 void test_skip(const std::string& why) {
   WARN("skipped: " << why);
-  std::string& reason = skip_state().current_reason;
-  if (reason.empty()) reason = why;  // the first reason of a case with several sections
+  SkipState& state = skip_state();
+  state.run_skipped = true;
+  if (state.current_reason.empty()) state.current_reason = why;  // the first one
 }
 
 }  // namespace spawnpool::test
@@ -64,6 +84,8 @@ int main(int argc, char* argv[]) {
   if (ran == 0) return result;  // listing, or nothing matched
   for (const auto& [name, reason] : state.skipped)
     std::printf("SKIPPED: %s: %s\n", name.c_str(), reason.c_str());
+  for (const auto& [name, reason] : state.partly)
+    std::printf("PARTLY SKIPPED: %s: %s\n", name.c_str(), reason.c_str());
   std::printf("cases: %d passed, %d failed, %zu skipped\n", state.passed, state.failed,
               state.skipped.size());
   std::fflush(stdout);
