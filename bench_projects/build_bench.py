@@ -12,6 +12,7 @@ that make the variants are generated into the copy, never into the plugin):
             processes fed by pickle over pipes (spawn_bench/pickle_spawner.py)
   pool      scons --process-spawner (scons_plugin/, spawnpool)
   poolsh    the same with --process-spawner-direct-exec=no (every command via sh -c)
+  poolnocpu the same with --process-spawner-same-cpu-handoff=no (no same-CPU hint)
   pool2g    --process-spawner with the same 2 GiB driver as fork2g
   make      make -jN on the tree's Makefile
 
@@ -154,6 +155,14 @@ VARIANTS = {
                               "`sh -c` as stock does (the plugin's default runs simple "
                               "command lines without the shell, saving one exec each).",
                "site_init": POOL, "pool": True, "args": ["--process-spawner-direct-exec=no"]},
+    "poolnocpu": {"label": "--process-spawner, no same-CPU hand-off", "short": "pool no hint",
+                  "description": "as `--process-spawner`, with "
+                                 "`--process-spawner-same-cpu-handoff=no`: no spawner or "
+                                 "driver thread is pinned to the waker's CPU for a wake-up, "
+                                 "and commands start wherever the scheduler puts them "
+                                 "(docs/architecture.md, \"The CPU hint\").",
+                  "site_init": POOL, "pool": True,
+                  "args": ["--process-spawner-same-cpu-handoff=no"]},
     "pool2g": {"label": "--process-spawner, 2 GiB driver", "short": "pool 2 GiB",
                "description": "as `--process-spawner`, with the same 2 GiB of touched "
                               "memory in the driver as the fork variant.",
@@ -163,7 +172,7 @@ VARIANTS = {
                             "spawns with posix_spawn).",
              "site_init": None, "pool": False},
 }
-DEFAULT_VARIANTS = ["stock", "fork2g", "pickle", "pool", "poolsh", "pool2g", "make"]
+DEFAULT_VARIANTS = ["stock", "fork2g", "pickle", "pool", "poolsh", "poolnocpu", "pool2g", "make"]
 
 
 def generate_tree(args, dest):

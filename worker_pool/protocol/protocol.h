@@ -16,7 +16,7 @@
 namespace spawnpool::protocol {
 
 inline constexpr std::uint64_t kMagic = 0x316c6f6f706e7073;  // "spnpool1"
-inline constexpr std::uint32_t kVersion = 4;  // 4: ReplyHeader::peak_memory_bytes, memory flags
+inline constexpr std::uint32_t kVersion = 5;  // 5: no CPU masks in SlotControl, kCpusNotGivenBack
 
 // File descriptors a spawner finds at start (see docs/architecture.md).
 inline constexpr int kSegmentFd = 3;   // the shared-memory segment
@@ -68,14 +68,10 @@ struct alignas(64) SlotControl {
   std::atomic<std::uint32_t> state;     // a SlotState; futex word
   std::atomic<std::int32_t> spawner_pid;
   std::atomic<std::int32_t> child_pid;  // running command (its own process group), 0 if none
-  // The spawner's CPU set from start-up, CPUs 0-63 (bit n: CPU n): the driver pins it
-  // only to one of these. Written once by the spawner before it attaches.
-  std::atomic<std::uint64_t> spawner_cpus;
   // The driver thread that may sleep for this slot's reply (0: none). Written by the
-  // driver whatever the turn; read by the spawner for the same-CPU hand-off.
+  // driver whatever the turn; read by the spawner for the same-CPU hand-off (which reads
+  // the thread's CPU set from the kernel: no mask here, so no cap on CPU numbers).
   std::atomic<std::int32_t> waiter_tid;
-  // That thread's CPU set, CPUs 0-63 (bit n: CPU n); it is pinned only to one of these.
-  std::atomic<std::uint64_t> waiter_cpus;
 };
 
 struct RequestHeader {
@@ -102,6 +98,13 @@ enum ReplyFlags : std::uint32_t {
   kWaiterPinned = 1u << 0,  // the spawner pinned waiter_tid to its CPU: the driver restores
   kMemoryFromCgroup = 1u << 1,  // peak_memory_bytes is the slot cgroup's, not ru_maxrss
   kOomKilled = 1u << 2,     // the OOM killer killed a process of the slot while it ran
+  // The give-backs after a same-CPU hand-off (cpu_affinity.h, give_back_cpus), which the
+  // driver reports (once). kCpusWidened: the kernel refused the spawner its own CPU set
+  // (a cpuset changed): it has every CPU its cpuset allows. kCpusNotGivenBack: it refused
+  // the spawner or the command every CPU too: either may still be on the one CPU of the
+  // pin; the driver puts the spawner's set back from outside and gives no more hints.
+  kCpusWidened = 1u << 3,
+  kCpusNotGivenBack = 1u << 4,
 };
 
 struct ReplyHeader {

@@ -46,6 +46,7 @@ struct ChildFailure {
   FailureStage stage = FailureStage::kNone;
   int error_number = 0;
   int cgroup_error = 0;  // join_cgroup_from_child()'s result
+  int cpu_set_error = 0;  // set_cpus_from_child()'s result
 };
 
 struct ChildArgs {
@@ -64,6 +65,18 @@ struct ChildArgs {
 SPAWNPOOL_NO_SANITIZE bool move_fd(int from, int to) {
   if (from == to) return syscall(SYS_fcntl, to, F_SETFD, 0) == 0;
   return syscall(SYS_dup3, from, to, 0) == to;
+}
+
+// The child's CPU set, with the give_back_cpus() fallback (cpu_affinity.h) in raw calls:
+// a set the kernel refuses now (a cpuset changed under us) becomes every CPU the cpuset
+// allows, never the one CPU of the same-CPU pin. 0, or the errno of the refusal.
+SPAWNPOOL_NO_SANITIZE int set_cpus_from_child(const ChildSetup& setup) {
+  if (syscall(SYS_sched_setaffinity, 0, setup.cpus_bytes, setup.cpus) == 0) return 0;
+  const int refused = errno;
+  if (setup.every_cpu &&
+      syscall(SYS_sched_setaffinity, 0, setup.cpus_bytes, setup.every_cpu) == 0)
+    return 0;
+  return refused;
 }
 
 SPAWNPOOL_NO_SANITIZE int child_main(void* raw_args) {
@@ -93,9 +106,8 @@ SPAWNPOOL_NO_SANITIZE int child_main(void* raw_args) {
   if (setup.cwd && syscall(SYS_chdir, setup.cwd) != 0) child_fails(args, FailureStage::kChdir);
   if (setup.close_extra_fds && syscall(SYS_close_range, 3, ~0U, 0) != 0)
     child_fails(args, FailureStage::kSpawner);
-  // Not fatal: a set the kernel refuses now (a cpuset changed under us) leaves the
-  // command on the CPU it starts on, which is still a CPU it may use.
-  if (setup.cpus) syscall(SYS_sched_setaffinity, 0, setup.cpus_bytes, setup.cpus);
+  // Not fatal: the program runs; the parent hears of it and widens it from outside.
+  if (setup.cpus) args.failure->cpu_set_error = set_cpus_from_child(setup);
   // Checked: a program started with every signal blocked would ignore Ctrl-C and the
   // pool's cancels (SIGTERM, SIGINT) for its whole life.
   const unsigned long no_signals[8] = {};
@@ -204,6 +216,7 @@ ChildStart start_child(const ChildSetup& setup) {
     started.pid = pid;
   }
   started.cgroup_join_error = failure.cgroup_error;
+  started.cpu_set_error = failure.cpu_set_error;
   started.launch_ns = launch_ns;
   return started;
 }

@@ -40,7 +40,8 @@ struct ChildSetup {
   int stderr_fd = -1;                 // becomes fd 2 when >= 0
   bool close_extra_fds = false;       // close_range(3, ~0U) before exec
   const cpu_set_t* cpus = nullptr;    // the child's CPU set before exec, when set
-  std::size_t cpus_bytes = 0;
+  const cpu_set_t* every_cpu = nullptr;  // with cpus: tried when the kernel refuses cpus
+  std::size_t cpus_bytes = 0;         // of cpus and every_cpu
   pid_t parent_pid = 0;               // when set: SIGKILL the child when this process dies
   int cgroup_procs_fd = -1;           // when >= 0: join that cgroup (its cgroup.procs) first
 };
@@ -53,6 +54,9 @@ struct ChildStart {
   // With cgroup_procs_fd: 0 when the child joined the cgroup, else the errno of the write
   // (not fatal: the command runs outside it and is measured with ru_maxrss).
   int cgroup_join_error = 0;
+  // With cpus: 0 when the child got cpus (or every_cpu), else the errno of the refusal
+  // (not fatal: the program runs on the CPU set it inherited; the caller widens it).
+  int cpu_set_error = 0;
 };
 
 /// Starts `setup.path`. Returns once the child has executed the program or failed to.

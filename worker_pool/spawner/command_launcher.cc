@@ -87,7 +87,8 @@ void prepare_command_launch() {
 }
 
 LaunchedCommand launch_command(const DecodedRequest& request, bool close_extra_fds,
-                               const CpuSet* child_cpus, int cgroup_procs_fd) {
+                               const CpuSet* child_cpus, const CpuSet* every_cpu,
+                               int cgroup_procs_fd) {
   int search_error = 0;
   const std::string program =
       search_path(request.argv[0], request.envp.data(), request.cwd, search_error);
@@ -117,6 +118,8 @@ LaunchedCommand launch_command(const DecodedRequest& request, bool close_extra_f
   if (child_cpus && !child_cpus->empty()) {
     setup.cpus = child_cpus->data();
     setup.cpus_bytes = child_cpus->size_bytes();
+    if (every_cpu && every_cpu->size_bytes() == child_cpus->size_bytes())
+      setup.every_cpu = every_cpu->data();
   }
   const ChildStart started =
       setup.stdin_fd < 0 ? ChildStart{-1, FailureStage::kSpawner, errno}
@@ -136,6 +139,14 @@ LaunchedCommand launch_command(const DecodedRequest& request, bool close_extra_f
   launched.stdout_fd = out.read_fd;
   launched.stderr_fd = err.read_fd;
   launched.joined_cgroup = cgroup_procs_fd >= 0 && started.cgroup_join_error == 0;
+  // The child could not widen itself (a policy that forbids a thread its own
+  // sched_setaffinity): from here, late (the program may have read its set already), but
+  // better than leaving it on the one CPU for its whole life.
+  if (started.cpu_set_error &&
+      sched_setaffinity(started.pid, setup.cpus_bytes, setup.cpus) != 0 &&
+      (!setup.every_cpu ||
+       sched_setaffinity(started.pid, setup.cpus_bytes, setup.every_cpu) != 0))
+    launched.cpu_set_error = started.cpu_set_error;
   return launched;
 }
 

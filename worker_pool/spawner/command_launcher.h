@@ -22,6 +22,9 @@ struct LaunchedCommand {
   int error_number = 0;
   std::int64_t launch_ns = 0;  // CLOCK_MONOTONIC just before the (last) clone; 0 if none
   bool joined_cgroup = false;  // the child joined the slot's cgroup before exec
+  // With child_cpus: the kernel refused the command its set (and every CPU) from inside
+  // and from outside: it may run on the CPU it started on. Its errno; 0 otherwise.
+  int cpu_set_error = 0;
 };
 
 /// Does the launch's one-time set-up now (the commands' /dev/null, the child's stack, the
@@ -31,9 +34,11 @@ void prepare_command_launch();
 
 /// Starts `request`. `close_extra_fds`: ask the child to close every fd >= 3
 /// (close_range); without it the spawner relies on keeping all its own fds close-on-exec.
-/// `child_cpus`: the CPU set the command gets just before exec (null: the caller's).
+/// `child_cpus`: the CPU set the command gets just before exec (null: the caller's), and
+/// `every_cpu` (child_cpus->every_cpu(), made once by the caller) where it is refused.
 /// `cgroup_procs_fd`: the slot cgroup's cgroup.procs the child joins (-1: none).
 LaunchedCommand launch_command(const DecodedRequest& request, bool close_extra_fds,
-                               const CpuSet* child_cpus, int cgroup_procs_fd);
+                               const CpuSet* child_cpus, const CpuSet* every_cpu,
+                               int cgroup_procs_fd);
 
 }  // namespace spawnpool::detail

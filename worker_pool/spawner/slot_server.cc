@@ -33,7 +33,8 @@ SlotServer::SlotServer(protocol::SlotView slot, const protocol::SegmentHeader& h
       running_(running),
       slot_cgroup_(slot_cgroup),
       close_extra_fds_(close_extra_fds),
-      launch_cpus_(CpuSet::of_calling_thread()) {}
+      launch_cpus_(CpuSet::of_calling_thread()),
+      every_cpu_(launch_cpus_.every_cpu()) {}
 
 void SlotServer::hand_over(std::uint32_t state) {
   slot_.control->state.store(state, std::memory_order_release);
@@ -50,7 +51,6 @@ std::uint32_t SlotServer::wait_for_turn() {
 
 void SlotServer::serve() {
   slot_.control->child_pid.store(0);
-  slot_.control->spawner_cpus.store(launch_cpus_.first_64_cpus());
   hand_over(protocol::kIdle);
   for (;;) {
     // A stray kNextChunk (no transfer in progress) is answered as a finished reply.
@@ -68,6 +68,7 @@ void SlotServer::reply_failure(FailureStage stage, int error_number, std::int64_
   header.received_ns = received_ns_;
   header.launch_ns = launch_ns;
   header.started_ns = header.exited_ns = monotonic_ns();
+  header.flags = cpu_flags_;
   send_reply(header);
 }
 
@@ -75,8 +76,10 @@ void SlotServer::serve_one() {
   received_ns_ = monotonic_ns();
   // With the driver's one-CPU pin, the command starts on this CPU too and gets the whole
   // set back just before exec (child_start.h says why); this process gets it back right
-  // after the launch, and before any failure reply.
+  // after the launch, and before any failure reply. Still pinned from an earlier refusal,
+  // it does the same: the command must not inherit the one CPU.
   same_cpu_handoff_ = slot_.request->flags & protocol::kSameCpuHandoff;
+  cpu_flags_ = 0;
   std::string why;
   if (!decode_request(*slot_.request, slot_.request_payload, request_capacity_, request_,
                       why)) {
@@ -90,13 +93,14 @@ void SlotServer::serve_one() {
   slot_cgroup_.begin_command();  // the slot's peak from here (nothing when not open)
   const bool driver_alive = running_.launch(request_.number, [&] {
     command = launch_command(request_, close_extra_fds_,
-                             same_cpu_handoff_ ? &launch_cpus_ : nullptr,
+                             may_be_pinned() ? &launch_cpus_ : nullptr, &every_cpu_,
                              slot_cgroup_.procs_fd());
     return command.pid;
   });
   give_back_launch_cpus();
   if (!driver_alive)
     for (;;) pause();  // the driver is gone and the watch thread is ending the process
+  if (command.cpu_set_error) cpu_flags_ |= protocol::kCpusNotGivenBack;
   if (command.pid < 0)
     return reply_failure(command.failure, command.error_number, command.launch_ns);
   started_ns_ = monotonic_ns();
@@ -112,6 +116,7 @@ void SlotServer::serve_one() {
   }
 
   protocol::ReplyHeader header{};
+  header.flags = cpu_flags_;
   header.wait_status = outcome_.wait_status;
   header.user_usec = usec(outcome_.usage.ru_utime);
   header.system_usec = usec(outcome_.usage.ru_stime);
@@ -132,15 +137,25 @@ void SlotServer::serve_one() {
   release_if_large(outcome_.stderr_data);
 }
 
-void SlotServer::give_back_launch_cpus() const {
-  if (same_cpu_handoff_) launch_cpus_.apply_to_calling_thread();
+// Checked: a refused set is widened, and what could not be given back is said in the
+// reply (the driver reports it once; this process's stderr would say it per spawner).
+void SlotServer::give_back_launch_cpus() {
+  if (!may_be_pinned()) return;
+  // Put back from outside by the driver since (it saw kCpusNotGivenBack): nothing to do.
+  if (!same_cpu_handoff_ && CpuSet::of_calling_thread() == launch_cpus_) {
+    still_pinned_ = false;
+    return;
+  }
+  const CpuGiveBack given = give_back_cpus(launch_cpus_);
+  still_pinned_ = given.how == CpuGiveBack::How::kFailed;
+  if (given.how == CpuGiveBack::How::kWidened) cpu_flags_ |= protocol::kCpusWidened;
+  if (still_pinned_) cpu_flags_ |= protocol::kCpusNotGivenBack;
 }
 
 // The reply half of the same-CPU hand-off: the driver thread that waits for this reply
 // is pinned to this CPU, where it can run as soon as this spawner sleeps.
 bool SlotServer::pin_waiter() const {
-  return pin_task_to_current_cpu(slot_.control->waiter_tid.load(),
-                                 slot_.control->waiter_cpus.load());
+  return pin_task_to_current_cpu(slot_.control->waiter_tid.load());
 }
 
 // Output travels as stdout followed by stderr, cut into chunks of output_capacity_.

@@ -32,7 +32,8 @@ class SlotServer {
   // asking for the next chunk.
   void send_reply(protocol::ReplyHeader header);
   bool pin_waiter() const;
-  void give_back_launch_cpus() const;
+  void give_back_launch_cpus();
+  bool may_be_pinned() const { return same_cpu_handoff_ || still_pinned_; }
   void hand_over(std::uint32_t state);
 
   protocol::SlotView slot_;
@@ -42,7 +43,11 @@ class SlotServer {
   SlotCgroup& slot_cgroup_;
   bool close_extra_fds_;
   CpuSet launch_cpus_;      // the CPU set to give back after a driver's CPU pin
+  CpuSet every_cpu_;        // launch_cpus_.every_cpu(): where launch_cpus_ is refused
   bool same_cpu_handoff_ = false;  // the current request came with the driver's pin
+  // This process may still be on one CPU: a give-back was refused (retried each request).
+  bool still_pinned_ = false;
+  std::uint32_t cpu_flags_ = 0;  // the current reply's kCpusWidened / kCpusNotGivenBack
   DecodedRequest request_;  // reused between commands to keep allocations off the path
   CommandOutcome outcome_;
   std::int64_t received_ns_ = 0;

@@ -80,6 +80,10 @@ OPTIONS = (
            metavar='auto|SIZE|off'),
     Option('history', 'string', "with memory admission: the file of the commands' memory "
            'history (a directory: memory-history.sqlite in it)', metavar='PATH'),
+    Option('same-cpu-handoff', 'choice', "wake each spawner on the submitting thread's CPU "
+           'and start the command there (default: yes; docs/architecture.md, "The CPU '
+           'hint")', default='yes', choices=('yes', 'no'), metavar='yes|no',
+           convert=_yes_no),
 )
 
 
@@ -129,13 +133,15 @@ class Settings:
         return path
 
     def pool_options(self, warning_prefix='spawnpool: warning: '):
-        """Keyword arguments for Pool(): the memory budget and history (nothing without
-        memory admission), and the prefix of the pool's warnings (the history's file and
-        directories are the pool's to make, and its problems a warning)."""
+        """Keyword arguments for Pool(): the same-CPU hand-off when it is off, the memory
+        budget and history (nothing without memory admission), and the prefix of the
+        pool's warnings (the history's file and directories are the pool's to make, and
+        its problems a warning)."""
+        options = {} if self.same_cpu_handoff else {'same_cpu_handoff': False}
         if not self.memory_on:
-            return {}
-        options = {'memory_budget': self.memory.strip(),
-                   'warning_prefix': '%s%s: ' % (warning_prefix, self.flag('memory'))}
+            return options
+        options.update({'memory_budget': self.memory.strip(),
+                        'warning_prefix': '%s%s: ' % (warning_prefix, self.flag('memory'))})
         history = self.history_path()
         if history is not None:
             options['history'] = history

@@ -120,7 +120,8 @@ PoolCore::PoolCore(const PoolOptions& options)
       supervisor_(options.spawner_path, options.start_timeout, segment_, channels_,
                   spawner_arguments(memory_.get(), options.slots),
                   memory_ ? memory_->cgroups() : nullptr),
-      scheduler_(options.slots, policy_for(memory_.get()), 0, grants_for(options)) {
+      scheduler_(options.slots, policy_for(memory_.get()), 0, grants_for(options)),
+      same_cpu_handoff_(options.same_cpu_handoff) {
   supervisor_.start();
 }
 
@@ -178,7 +179,8 @@ void PoolCore::hand_over(JobState& job) {
     job.oom_kills_at_hand_over = memory_->oom_kills_now();
   }
   // The request half of the same-CPU hand-off (worker_pool/protocol/cpu_affinity.h).
-  job.spawner_pinned = options_.same_cpu_handoff && supervisor_.pin_to_current_cpu(job.slot);
+  job.spawner_pinned = same_cpu_handoff_.load(std::memory_order_relaxed) &&
+                      supervisor_.pin_to_current_cpu(job.slot);
   channels_[job.slot]->hand_request_over(job.spawner_pinned);
 }
 
@@ -287,6 +289,7 @@ Result PoolCore::collect(JobState& job, const WaitTick& tick,
   const SlotChannel::Reply reply = channels_[job.slot]->collect(
       r.stdout_data, r.stderr_data, job.spawner_pinned,
       tick ? static_cast<int>(tick_period.count()) : 1000, on_long_wait);
+  check_cpu_give_backs(job.slot, reply);
   switch (reply.status) {
     case SlotChannel::Reply::Status::kComplete:
       take_reply(reply.header, job, r);
@@ -311,6 +314,49 @@ Result PoolCore::collect(JobState& job, const WaitTick& tick,
   r.dispatched_ns = job.scheduling.dispatched_ns;
   r.completed_ns = monotonic_ns();
   return r;
+}
+
+// The give-backs that end a same-CPU hand-off (worker_pool/protocol/cpu_affinity.h): a
+// refused set was widened (every CPU of the cpuset) or, refused that too, may have left
+// a thread on one CPU: the spawner's pin is then undone from here, and no more pins are
+// made. Said once per pool: it repeats for every command otherwise.
+void PoolCore::check_cpu_give_backs(int slot, const SlotChannel::Reply& reply) {
+  using How = CpuGiveBack::How;
+  const std::uint32_t flags =
+      reply.status == SlotChannel::Reply::Status::kComplete ? reply.header.flags : 0;
+  std::vector<std::string> said;
+  bool stuck = false;
+  const auto why = [](int error_number) {
+    return error_number ? std::string(" (") + std::strerror(error_number) + ")" : std::string();
+  };
+  const CpuGiveBack& waiter = reply.waiter_cpus;
+  if (waiter.how == How::kWidened)
+    said.push_back("a driver thread was refused its own CPU set" + why(waiter.error_number) +
+                   ": it has every CPU its cpuset allows instead");
+  if (waiter.how == How::kFailed) {
+    said.push_back("a driver thread could not get its CPU set back" +
+                   why(waiter.error_number) + ": it may stay on one CPU");
+    stuck = true;
+  }
+  if (flags & protocol::kCpusNotGivenBack) {
+    const CpuGiveBack undone = supervisor_.give_cpus_back(slot);
+    said.push_back(std::string("a spawner or its command could not get its CPU set back") +
+                   (undone.how == How::kRestored ? ": the driver gave the spawner its own"
+                    : undone.how == How::kWidened
+                        ? ": the driver gave the spawner every CPU its cpuset allows"
+                        : ", nor could the driver" + why(undone.error_number) +
+                              ": it may stay on one CPU"));
+    stuck = true;  // pinned again, it would be stuck again
+  } else if (flags & protocol::kCpusWidened) {
+    said.push_back("a spawner was refused its own CPU set: it has every CPU its cpuset "
+                   "allows instead");
+  }
+  if (said.empty()) return;
+  if (stuck) same_cpu_handoff_.store(false, std::memory_order_relaxed);
+  if (cpu_warned_.exchange(true) || !options_.warn) return;
+  std::string message = "same-CPU hand-off: ";
+  for (std::size_t i = 0; i < said.size(); ++i) message += (i ? "; " : "") + said[i];
+  options_.warn(message + (stuck ? "; the hand-off hint is off for this pool" : ""));
 }
 
 void PoolCore::cancel(const JobState& job, int sig) {

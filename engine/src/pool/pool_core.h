@@ -59,6 +59,7 @@ class PoolCore {
   void add_memory_fields(const JobState& job, Result& r) const;
   static void add_wait_fields(const JobInfo& info, Result& r);
   bool stopped_before_start(JobState& job);
+  void check_cpu_give_backs(int slot, const SlotChannel::Reply& reply);
 
   const PoolOptions options_;
   const std::uint64_t arg_max_;  // what execve() accepts in all (RLIMIT_STACK / 4)
@@ -68,6 +69,10 @@ class PoolCore {
   SpawnerSupervisor supervisor_;
   Scheduler scheduler_;
   std::atomic<std::uint64_t> cancel_alls_{0};  // cancel_all() calls so far
+  // The same-CPU hand-off (options_.same_cpu_handoff), until a CPU set could not be given
+  // back after a pin (then off for the pool's life, said once).
+  std::atomic<bool> same_cpu_handoff_;
+  std::atomic<bool> cpu_warned_{false};  // a give-back's trouble was reported
 };
 
 }  // namespace spawnpool::detail

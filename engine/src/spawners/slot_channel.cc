@@ -111,10 +111,8 @@ SlotChannel::Reply SlotChannel::collect(std::string& out, std::string& err,
   CpuSet own_cpus;
   if (waiter_may_be_pinned) {
     own_cpus = CpuSet::of_calling_thread();
-    if (!own_cpus.empty()) {
-      view_.control->waiter_cpus.store(own_cpus.first_64_cpus(), std::memory_order_seq_cst);
+    if (!own_cpus.empty())
       view_.control->waiter_tid.store(current_thread_id(), std::memory_order_seq_cst);
-    }
   }
   for (;;) {
     const std::uint32_t turn = await_turn(wait_ms, on_long_wait);
@@ -122,7 +120,7 @@ SlotChannel::Reply SlotChannel::collect(std::string& out, std::string& err,
       view_.control->waiter_tid.store(0, std::memory_order_seq_cst);
       // A spawner that died may have pinned us before it could say so.
       if (turn == protocol::kSpawnerDead || (view_.reply->flags & protocol::kWaiterPinned))
-        own_cpus.apply_to_calling_thread();
+        reply.waiter_cpus = give_back_cpus(own_cpus);
       own_cpus = CpuSet();
     }
     if (turn == protocol::kSpawnerDead) {

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 
+#include "worker_pool/protocol/cpu_affinity.h"
 #include "worker_pool/protocol/protocol.h"
 #include "worker_pool/protocol/request_codec.h"
 
@@ -36,8 +37,6 @@ class SlotChannel {
   bool spawner_dead() const { return spawner_dead_.load(std::memory_order_seq_cst); }
   /// The spawner's running command (its process group leader), 0 if none.
   pid_t command_pid() const { return view_.control->child_pid.load(); }
-  /// CPUs 0-63 of the spawner's own set, as it published them when it attached.
-  std::uint64_t spawner_cpus() const { return view_.control->spawner_cpus.load(); }
 
   // --- the exchange (the job holding the slot) ------------------------------------------
   /// Encodes `fields` as the slot's next request (its number is the channel's to give:
@@ -59,12 +58,16 @@ class SlotChannel {
     Status status = Status::kComplete;
     protocol::ReplyHeader header{};  // kComplete: the last chunk's header
     std::string why;                 // kMalformed: which check failed
+    // The reply half's give-back of this thread's CPU set (anything but kRestored is the
+    // caller's to report). kRestored also when nothing was pinned.
+    CpuGiveBack waiter_cpus;
   };
   /// Gathers the reply to the request handed over, appending its output to `out` and
   /// `err`, and gives the turn back (kIdle) once complete. `waiter_may_be_pinned`: the
   /// request went with the hint, so the spawner may pin this thread for the reply's
-  /// wake-up; its own CPU set is put back first thing. `on_long_wait`, if set, runs after
-  /// each `wait_ms` without the turn (or a signal interrupting the sleep).
+  /// wake-up; its own CPU set is put back first thing (Reply::waiter_cpus says how).
+  /// `on_long_wait`, if set, runs after each `wait_ms` without the turn (or a signal
+  /// interrupting the sleep).
   Reply collect(std::string& out, std::string& err, bool waiter_may_be_pinned, int wait_ms,
                 const std::function<void()>& on_long_wait);
 

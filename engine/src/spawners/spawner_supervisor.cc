@@ -211,7 +211,15 @@ bool SpawnerSupervisor::pin_to_current_cpu(int slot) {
   const pid_t pid = record.process.pid;
   const SlotChannel& channel = *channels_[slot];
   return pid > 0 && !channel.spawner_dead() &&
-         pin_task_to_current_cpu(pid, channel.spawner_cpus());
+         pin_task_to_current_cpu(pid, &record.cpus_before_pin);
+}
+
+CpuGiveBack SpawnerSupervisor::give_cpus_back(int slot) {
+  Record& record = *records_[slot];
+  std::lock_guard<std::mutex> lock(record.mutex);
+  const pid_t pid = record.process.pid;
+  if (pid <= 0 || channels_[slot]->spawner_dead()) return {};  // nothing left pinned
+  return give_back_cpus(pid, record.cpus_before_pin);
 }
 
 void SpawnerSupervisor::signal_command(int slot, std::uint32_t request, int sig) {

@@ -58,6 +58,9 @@ class SpawnerSupervisor {
   /// thread's CPU if its own set has that CPU. Under the slot's lock, so the pid is not a
   /// reaped spawner's. False when not pinned.
   bool pin_to_current_cpu(int slot);
+  /// Undoes that pin from outside, for a spawner that could not (kCpusNotGivenBack): its
+  /// set from before the pin, else every CPU its cpuset allows.
+  CpuGiveBack give_cpus_back(int slot);
   /// Asks `slot`'s spawner to send `sig` to the command of request `request` (now, or at
   /// its launch; never to a later command). Never blocks: it takes only the lifeline's
   /// lock, which nothing holds while it waits. A message the full socket cannot take now
@@ -86,6 +89,7 @@ class SpawnerSupervisor {
     bool exit_handled = true;    // no spawner, and nothing of the last one left to clean
     std::string restart_error;   // why the last replacement failed
     SpawnerLoss loss;            // how the last spawner ended
+    CpuSet cpus_before_pin;      // the spawner's set before the last same-CPU pin
 
     std::mutex lifeline_mutex;
     int lifeline_fd = -1;                           // process.lifeline_fd, for senders

@@ -1,23 +1,23 @@
 // start_child: clone + exec of a command, with what the child does before exec. The
 // child_state helper reports what it got: its own process group, every signal at its
 // default and none blocked (whatever the parent had), fds 0-2 only, the parent-death
-// signal, the CPU set it was given. Launch failures come back with their stage and errno,
-// the failed child reaped, the last signal-mask call's too (under a seccomp filter).
-#include <linux/audit.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
+// signal, the CPU set it was given (every CPU of its cpuset when that set is refused; a
+// refusal under a seccomp filter is reported, not fatal). Launch failures come back with
+// their stage and errno, the failed child reaped, the last signal-mask call's too (under
+// a seccomp filter).
 #include <sched.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstddef>
+#include <sstream>
 
 #include <catch2/catch.hpp>
 #include <string>
 
 #include "tests/unit/spawner/spawner_test_support.h"
+#include "tests/unit/support/cpu_test_support.h"
 #include "tests/unit/support/test_skip.h"
 #include "worker_pool/spawner/child_start.h"
 #include "worker_pool/protocol/cpu_affinity.h"
@@ -94,7 +94,7 @@ TEST_CASE("a child gets the CPU set it is given before exec", "[spawner][child][
     return;
   }
   // Pinned to the current CPU, as the spawner is for the same-CPU hand-off.
-  REQUIRE(detail::pin_task_to_current_cpu(gettid(), own.first_64_cpus()));
+  REQUIRE(detail::pin_task_to_current_cpu(gettid()));
   HelperChild child("child_state");
   child.setup().cpus = own.data();
   child.setup().cpus_bytes = own.size_bytes();
@@ -104,9 +104,95 @@ TEST_CASE("a child gets the CPU set it is given before exec", "[spawner][child][
   const auto state = parse_lines(child.read_output());
   CHECK(reap(started.pid) == 0);
   std::string expected;
-  for (int cpu = 0; cpu < 64; ++cpu)
-    if (own.first_64_cpus() >> cpu & 1) expected += (expected.empty() ? "" : ",") + std::to_string(cpu);
+  CHECK(state.at("cpus") == cpu_list(own));
+}
+
+// The set every_cpu() becomes for this thread (the kernel narrows it to the cpuset).
+detail::CpuSet every_cpu_allowed_here() {
+  const detail::CpuSet own = detail::CpuSet::of_calling_thread();
+  own.every_cpu().apply_to_calling_thread();
+  const detail::CpuSet every = detail::CpuSet::of_calling_thread();
+  own.apply_to_calling_thread();
+  return every;
+}
+
+TEST_CASE("a child refused its CPU set gets every CPU of its cpuset, never the pin",
+          "[spawner][child][cpu]") {
+  const detail::CpuSet own = detail::CpuSet::of_calling_thread();
+  REQUIRE_FALSE(own.empty());
+  TEST_SKIP_UNLESS(own.count() >= 2, "one CPU only: a pin is the whole set");
+  TEST_SKIP_UNLESS(!own.has(kAbsentCpu), "this machine has CPU " << kAbsentCpu);
+  const std::string expected = cpu_list(every_cpu_allowed_here());
+  // The spawner's set from start-up, as if its cpuset had lost every CPU of it since.
+  const detail::CpuSet gone = detail::CpuSet::of_cpu(kAbsentCpu);
+  const detail::CpuSet every = gone.every_cpu();
+  REQUIRE(detail::pin_task_to_current_cpu(gettid()));
+  HelperChild child("child_state");
+  child.setup().cpus = gone.data();
+  child.setup().every_cpu = every.data();
+  child.setup().cpus_bytes = gone.size_bytes();
+  const detail::ChildStart started = detail::start_child(child.setup());
+  own.apply_to_calling_thread();
+  REQUIRE(started.pid > 0);
+  CHECK(started.cpu_set_error == 0);
+  const auto state = parse_lines(child.read_output());
+  CHECK(reap(started.pid) == 0);
   CHECK(state.at("cpus") == expected);
+  CHECK(no_children());
+}
+
+// In a forked copy: pinned, then sched_setaffinity forbidden (all of it, or on itself
+// only, so that the spawner can still widen the command from outside). Writes the
+// command's CPU list and the two errnos to `out_fd`; exit 3 when no filter could be
+// installed, 2 when the launch failed.
+int launch_pinned_under_a_policy(Refused which, int out_fd) {
+  const detail::CpuSet own = detail::CpuSet::of_calling_thread();
+  if (!detail::pin_task_to_current_cpu(gettid())) return 2;
+  const int pinned_cpu = sched_getcpu();
+  if (!refuse_sched_setaffinity(which)) return 3;
+  HelperChild child("child_state");
+  const detail::CpuSet every = own.every_cpu();
+  child.setup().cpus = own.data();
+  child.setup().every_cpu = every.data();
+  child.setup().cpus_bytes = own.size_bytes();
+  const detail::ChildStart started = detail::start_child(child.setup());
+  if (started.pid <= 0) return 2;
+  int widened_from_outside = 0;
+  if (started.cpu_set_error && own.apply_to(started.pid) != 0) widened_from_outside = errno;
+  const auto state = parse_lines(child.read_output());
+  reap(started.pid);
+  const std::string line = std::to_string(pinned_cpu) + " " + state.at("cpus") + " " +
+                           std::to_string(started.cpu_set_error) + " " +
+                           std::to_string(widened_from_outside);
+  return write(out_fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) ? 0 : 2;
+}
+
+TEST_CASE("a child forbidden its CPU set runs, and says so for its parent to widen it",
+          "[spawner][child][cpu]") {
+  const detail::CpuSet own = detail::CpuSet::of_calling_thread();
+  REQUIRE_FALSE(own.empty());
+  TEST_SKIP_UNLESS(own.count() >= 2, "one CPU only: a pin is the whole set");
+  const Refused which = GENERATE(Refused::kOnItself, Refused::kAll);
+  const ForkedCopy copy =
+      run_in_forked_copy([&](int out_fd) { return launch_pinned_under_a_policy(which, out_fd); });
+  REQUIRE(WIFEXITED(copy.status));
+  TEST_SKIP_UNLESS(WEXITSTATUS(copy.status) != 3, "no seccomp filter could be installed here");
+  REQUIRE(WEXITSTATUS(copy.status) == 0);
+  std::istringstream fields(copy.output);
+  std::string pinned_cpu, cpus;
+  int child_error = -1, outside_error = -1;
+  REQUIRE(fields >> pinned_cpu >> cpus >> child_error >> outside_error);
+  // The child reports EPERM; from outside the set goes through unless that is refused
+  // too, and then the command runs on the pinned CPU (the caller reports that).
+  CHECK(child_error == EPERM);
+  if (which == Refused::kAll) {
+    CHECK(outside_error == EPERM);
+    CHECK(cpus == pinned_cpu);
+  } else {
+    CHECK(outside_error == 0);
+    CHECK(cpus == cpu_list(own));
+  }
+  CHECK(no_children());
 }
 
 TEST_CASE("a launch failure names its stage and errno, and leaves no child",
@@ -136,34 +222,7 @@ TEST_CASE("a launch failure names its stage and errno, and leaves no child",
 // reports and exits. Exit 0: the launch failed at kSpawner with EPERM; 1: the program
 // ran (with every signal blocked); 2: anything else.
 int launch_with_failing_unblock() {
-  const std::uint32_t kArch =
-#if defined(__x86_64__)
-      AUDIT_ARCH_X86_64;
-#elif defined(__aarch64__)
-      AUDIT_ARCH_AARCH64;
-#else
-      0;
-#endif
-  sock_filter filter[] = {
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kArch, 1, 0),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_rt_sigprocmask, 0, 7),
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[0])),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SIG_SETMASK, 0, 5),
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[2])),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 3),
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[2]) + 4),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 1),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-  };
-  const sock_fprog program{static_cast<unsigned short>(sizeof filter / sizeof filter[0]),
-                           filter};
-  if (kArch == 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-      prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) != 0)
-    return 3;
+  if (!refuse_with_eperm(SYS_rt_sigprocmask, {{0, SIG_SETMASK}, {2, 0}})) return 3;
   HelperChild child("exit_with", {"0"});
   const detail::ChildStart started = detail::start_child(child.setup());
   if (started.pid > 0) {
@@ -175,13 +234,10 @@ int launch_with_failing_unblock() {
 
 TEST_CASE("a child that cannot unblock its signals fails at the spawner stage, unstarted",
           "[spawner][child]") {
-  const pid_t copy = fork();
-  REQUIRE(copy >= 0);
-  if (copy == 0) _exit(launch_with_failing_unblock());
-  const int status = reap(copy);
-  REQUIRE(WIFEXITED(status));
-  TEST_SKIP_UNLESS(WEXITSTATUS(status) != 3, "no seccomp filter could be installed here");
-  CHECK(WEXITSTATUS(status) == 0);
+  const ForkedCopy copy = run_in_forked_copy([](int) { return launch_with_failing_unblock(); });
+  REQUIRE(WIFEXITED(copy.status));
+  TEST_SKIP_UNLESS(WEXITSTATUS(copy.status) != 3, "no seccomp filter could be installed here");
+  CHECK(WEXITSTATUS(copy.status) == 0);
   CHECK(no_children());
 }
 
