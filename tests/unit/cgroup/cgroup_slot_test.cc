@@ -2,7 +2,9 @@
 // started as the spawner's child will start it, killing what left its process group,
 // OOM kills, peak accuracy, and earlier commands' page cache. Each test builds a pool
 // directory by hand in a cgroup of its own (removed whatever happens).
+#include <linux/magic.h>
 #include <signal.h>
+#include <sys/statfs.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -198,8 +200,12 @@ TEST_CASE("cache reclaimed during a command lowers the cgroup's figure, not the 
   with_slot(false, true, [](const TestCgroup& pool, HandMadeSlot& made) {
     // The pool's cgroup is capped (as a driver's cgroup may be): the command's memory
     // can only come from the cache the earlier command left, which the kernel reclaims.
-    REQUIRE(write_file_text(pool.dir() + limit_file(made), std::to_string(200 * kMiB)));
     test::TempDir files;
+    struct statfs where {};
+    TEST_SKIP_UNLESS(statfs(files.path().c_str(), &where) == 0 && where.f_type != TMPFS_MAGIC,
+                     files.path() + " is on tmpfs, whose pages are not reclaimable cache "
+                     "(no swap): set TMPDIR to a disk's directory");
+    REQUIRE(write_file_text(pool.dir() + limit_file(made), std::to_string(200 * kMiB)));
     const Run writer = run_in_slot(made.slot, {"/bin/dd", "if=/dev/zero", "of=" + files / "out",
                                                "bs=1M", "count=150", "conv=fsync", "status=none"});
     REQUIRE(WIFEXITED(writer.reaped.status));
