@@ -146,7 +146,7 @@ def _install(jobs, have_package):
         _Command, _console, _watch = Command, output_sync.console_message, \
             interrupts.SignalWatch()
         if 'jobserver-' in os.environ.get('MAKEFLAGS', ''):
-            _jobserver = jobserver.JobserverClient.from_environ()
+            _jobserver = jobserver.from_environ()
 
 
 def _wrap(owner, name, after):
@@ -162,7 +162,7 @@ def _wrap(owner, name, after):
 
 def _after_setup_sig_handler():
     # Main thread, when a Jobs run starts, right after SCons installed its handlers.
-    global _stale
+    global _stale, _slots
     if not _option_on() or _watch is None:
         return
     if _pool is not None and _num_jobs() != _slots:
@@ -177,7 +177,11 @@ def _after_setup_sig_handler():
         from spawnpool_scons import action_nodes
         action_nodes.install(_MARK)
     if settings.wants_gate or _jobserver is not None and settings.jobserver:
-        _watch.start()      # the gate looks for a stop signal before each start
+        watching = _watch.fd is not None
+        _watch.start()      # the pool looks for a stop signal before each start
+        if not watching and _watch.fd is not None and _pool is not None:
+            # Made before it, for Configure checks: the next spawn makes one with its pipe.
+            _stale, _slots = True, 0
 
 
 def _interrupt(signum):
@@ -245,8 +249,8 @@ def _refresh_locked():
             from spawnpool_scons.action_nodes import current
             _session = Session(_settings(), slots, _warn, _jobserver, _watch, 'scons',
                                command_args=current)
-        options = (_session.settings.pool_options('scons: warning: ')
-                   if _session is not None else {})
+        options = (dict(_session.settings.pool_options('scons: warning: '),
+                        **_session.pool_options()) if _session is not None else {})
         pool = _pool = spawnpool.Pool(slots=slots, **options)
         if _session is None:
             raise ImportError('spawnpool.options is missing')
@@ -302,7 +306,7 @@ def _finish():
     _session.finish()
     silent = getattr(_parser().values, 'silent', False)
     _console(_session.report('scons: spawnpool', 'scons: ', summary=not silent), fd=1)
-    jobserver = _session.gate.jobserver if _session.gate is not None else None
+    jobserver = _session.jobserver
     if _debug and jobserver is not None:
         _console('scons: spawnpool: jobserver: at most %d commands ran at once\n'
                  % jobserver.max_running)

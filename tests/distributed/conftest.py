@@ -1,8 +1,10 @@
 """Fixtures for the distributed-build tests; the helpers live in dist_support.py."""
 
+import os
+
 import pytest
 
-from dist_support import Distccd, distcc_problem, module_problem
+from dist_support import Distccd, LeakCheck, MARKER, distcc_problem, module_problem
 
 
 @pytest.fixture
@@ -13,6 +15,17 @@ def pool_module():
         pytest.skip(skip)
     if failure:
         pytest.fail(failure)
+
+
+@pytest.fixture
+def no_leaks(monkeypatch):
+    """For a test that starts a pool in this process: it leaves no fd, child, process,
+    segment (tests/python/spawnpool_test_support.py, LeakCheck)."""
+    monkeypatch.setenv(MARKER, str(os.getpid()))
+    check = LeakCheck()
+    yield
+    problems = check.problems()
+    assert not problems, '\n'.join(problems)
 
 
 @pytest.fixture(scope='module')

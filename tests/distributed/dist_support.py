@@ -24,7 +24,9 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / 'scons'))
+sys.path.insert(0, str(HERE.parent / 'python'))
 import scons_e2e  # noqa: E402  (the SCons suite's helpers: sessions, leak checks)
+from spawnpool_test_support import LeakCheck, MARKER  # noqa: E402,F401  (a pool's leaks)
 from scons_e2e import (MODULE_DIR, PLUGIN_DIR, REPO, SCONS, SITE_DIR,  # noqa: E402,F401
                        SYSTEM_PYTHON, base_env, kill_session, module_problem,
                        wait_session_empty)
@@ -243,19 +245,32 @@ def write_script(path, text):
 
 
 def max_concurrency(log, kind=None):
-    """The most probes of `kind` (None: any) that were running at one time."""
+    """The most probes of `kind` (None: any) that were running at one time, and how many."""
     events = []
     for line in Path(log).read_text().splitlines():
         what, probe_kind, _pid, ns = line.split()
         if kind is None or probe_kind == kind:
-            # At equal times an end sorts first: back-to-back is not overlap.
-            events.append((int(ns), 0 if what == 'end' else 1))
-    events.sort()
+            events.append((int(ns), what == 'start'))
+    return _most_running(events), len(events) // 2
+
+
+def most_ran_at_once(results):
+    """The most of these pool Results whose commands ran at one time (started_ns to
+    exited_ns, CLOCK_MONOTONIC); a command that never started counts not."""
+    events = []
+    for r in results:
+        if r.started_ns:
+            events += [(r.started_ns, True), (r.exited_ns, False)]
+    return _most_running(events)
+
+
+def _most_running(events):
+    """The most running at once, from (ns, is_start) events."""
     running = most = 0
-    for _, starts in events:
-        running += 1 if starts else -1
+    for _, starts in sorted(events):    # at equal times an end sorts first: back-to-back
+        running += 1 if starts else -1  # is not overlap
         most = max(most, running)
-    return most, len(events) // 2
+    return most
 
 
 class CommandSampler:

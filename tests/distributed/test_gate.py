@@ -1,10 +1,8 @@
-"""The Gate layer on the shared FakeRunner: local slots, the launcher's rewriting,
-messages, counts, interrupts."""
+"""The Gate layer on the shared FakeRunner: the launcher's rewriting, which commands count
+as local, messages, counts.  What the pool does with `Command.local` (the local slots),
+make's tokens and interrupts: test_admission.py and test_jobserver.py."""
 
-import os
-import signal
 import threading
-import time
 
 import pytest
 
@@ -15,9 +13,7 @@ if _skip:
     pytest.skip(_skip, allow_module_level=True)
 
 from spawnpool import CAPTURE_MERGED, Command, Result  # noqa: E402
-from spawnpool.gate import Gate, GateInterrupted, LocalSlots  # noqa: E402
-from spawnpool.interrupts import SignalWatch  # noqa: E402
-from spawnpool.jobserver import JobserverClient  # noqa: E402
+from spawnpool.gate import Gate  # noqa: E402
 from spawnpool.launcher import Launcher  # noqa: E402
 from spawnpool.testing import FakeRunner  # noqa: E402
 
@@ -46,16 +42,17 @@ def run_threads(gate, lines, env=None):
     return [statuses[i] for i in range(len(lines))]
 
 
-def test_local_slots_bound_local_commands_only():
-    runner = fake(seconds=0.1)
-    gate = Gate(runner, Launcher('distcc', path='/usr/bin:/bin'), LocalSlots(2))
-    lines = ['ar rc lib%d.a x.o' % i for i in range(6)] + \
-            ['gcc -c f%d.c -o f%d.o' % (i, i) for i in range(6)]
-    assert run_threads(gate, lines) == [0] * 12
-    assert runner.most['local'] == 2
-    assert runner.most['launched'] >= 3     # compiles count as remote: not bounded by 2
-    assert gate.launched == 6 and gate.local_commands == 6
-    assert gate.local_slots.max_seen == 2
+def test_launched_compiles_are_not_local():
+    """The pool's local slots bound the commands submitted with Command.local: every
+    command but a compile the launcher runs (counted as remote)."""
+    runner = fake(seconds=0.05)
+    gate = Gate(runner, Launcher('distcc', path='/usr/bin:/bin'))
+    lines = ['ar rc lib%d.a x.o' % i for i in range(3)] + \
+            ['gcc -c f%d.c -o f%d.o' % (i, i) for i in range(3)]
+    assert run_threads(gate, lines) == [0] * 6
+    local = {c.argv[-1]: c.local for c in runner.commands}
+    assert sorted(line for line, is_local in local.items() if is_local) == sorted(lines[:3])
+    assert gate.launched == 3 and gate.local_commands == 3
 
 
 def test_launcher_rewrites_compiles_and_adds_driver_env(monkeypatch):
@@ -109,67 +106,3 @@ def test_caller_that_captures_gets_the_output(capfd):
     assert runner.commands[0].output == CAPTURE_MERGED
     assert capfd.readouterr() == ('', '')   # the caller prints it, not the gate
     assert gate.ran_locally == 1
-
-
-def test_interrupt_stops_waiting_commands():
-    r, w = os.pipe()                        # a -j1 jobserver: no tokens
-    client = JobserverClient.from_environ({'MAKEFLAGS': '-j1 --jobserver-auth=%d,%d' % (r, w)})
-    runner = fake(seconds=0.5)
-    gate = Gate(runner, None, LocalSlots(4), client)
-    statuses = []
-
-    def command(line):
-        statuses.append(gate.run(sh(line)).returncode)
-
-    first = threading.Thread(target=command, args=('first',))
-    first.start()
-    time.sleep(0.1)
-    waiters = [threading.Thread(target=command, args=('w%d' % i,)) for i in range(3)]
-    for t in waiters:
-        t.start()
-    time.sleep(0.1)
-    gate.interrupt(signal.SIGTERM)
-    for t in [first] + waiters:
-        t.join(10)
-    assert [argv[-1] for argv in runner.argvs] == ['first']
-    assert sorted(statuses) == [-signal.SIGTERM] * 3 + [0]
-    gate.close()
-    os.close(r)
-    os.close(w)
-
-
-def test_signal_byte_stops_the_next_command():
-    r, w = os.pipe()
-    os.set_blocking(r, False)
-    watch = SignalWatch()
-    watch.fd = r                            # as start() would have it: the wake-up pipe
-    runner = fake()
-    gate = Gate(runner, None, LocalSlots(1), watch=watch)
-    os.write(w, bytes([signal.SIGUSR1]))    # not an interrupt: ignored
-    assert gate.run(sh('one')).returncode == 0
-    os.write(w, bytes([signal.SIGINT]))
-    assert gate.run(sh('two')).returncode == -signal.SIGINT
-    assert gate.run(sh('three')).returncode == -signal.SIGINT
-    assert [argv[-1] for argv in runner.argvs] == ['one']
-    os.close(r)
-    os.close(w)
-
-
-def test_local_slots_reject_zero():
-    with pytest.raises(ValueError):
-        LocalSlots(0)
-
-
-def test_local_slots_interrupt_inside_their_lock():
-    slots = LocalSlots(1)
-    done = threading.Event()
-
-    def handler_inside_lock():
-        with slots._cond:
-            slots.interrupt()
-        done.set()
-
-    threading.Thread(target=handler_inside_lock, daemon=True).start()
-    assert done.wait(10), 'interrupt() deadlocked on the slots lock'
-    with pytest.raises(GateInterrupted):
-        slots.acquire()

@@ -1,39 +1,30 @@
-"""JobserverClient against jobservers made here: a pipe (make 4.3) and a fifo (make 4.4)."""
+"""The pool with make's jobserver (the engine's client, jobserver.py) against jobservers
+made here: a pipe (make 4.3, both spellings) and a fifo (make 4.4).  How MAKEFLAGS is
+parsed, tokens and the fifo at the client's level: the C++ unit tests
+(tests/unit/jobserver/)."""
 
 import fcntl
 import os
+import signal
 import threading
 import time
 
 import pytest
 
-from dist_support import module_problem
+from dist_support import module_problem, most_ran_at_once
 
 _skip, _failure = module_problem()
 if _skip:
     pytest.skip(_skip, allow_module_level=True)
 
-from spawnpool.jobserver import (JobserverClient, JobserverInterrupted,  # noqa: E402
-                                 parse_makeflags)
+from spawnpool import Command, Pool, jobserver  # noqa: E402
 
-WAIT = 10       # seconds: generous bound for "this should have happened by now"
+pytestmark = pytest.mark.usefixtures('no_leaks')
+WAIT = 30       # seconds: generous bound for "this should have happened by now"
 
 
-@pytest.mark.parametrize('makeflags, expected', [
-    (None, None),
-    ('', None),
-    (' -j4', None),
-    (' -j4 --jobserver-auth=3,4', ('pipe', 3, 4)),
-    ('s -j4 --jobserver-fds=5,6', ('pipe', 5, 6)),
-    ('-j4 --jobserver-auth=fifo:/tmp/GMfifo1234', ('fifo', '/tmp/GMfifo1234')),
-    ('-j4 --jobserver-auth=3,4 --jobserver-auth=fifo:/x', ('fifo', '/x')),   # last wins
-    ('-j4 -- X=--jobserver-auth=3,4', None),             # after --: assignments
-    ('-j4 --jobserver-auth=-2,-2', ('invalid', '-2,-2')),
-    ('-j4 --jobserver-auth=junk', ('invalid', 'junk')),
-    ('-j4 --jobserver-auth=fifo:', ('invalid', 'fifo:')),
-])
-def test_parse_makeflags(makeflags, expected):
-    assert parse_makeflags(makeflags) == expected
+def client_for(makeflags):
+    return jobserver.from_environ({'MAKEFLAGS': makeflags})
 
 
 class PipeJobserver:
@@ -97,123 +88,112 @@ def jobserver4(request, tmp_path):
     js.close()
 
 
-def run_commands(client, count, seconds):
-    """`count` threads each hold a slot for `seconds`; returns the most at once."""
-    lock = threading.Lock()
-    state = {'now': 0, 'most': 0}
+def sh(line):
+    return Command(['sh', '-c', line], {'PATH': '/usr/bin:/bin'}, '/')
 
-    def command():
-        client.acquire()
-        try:
-            with lock:
-                state['now'] += 1
-                state['most'] = max(state['most'], state['now'])
-            time.sleep(seconds)
-            with lock:
-                state['now'] -= 1
-        finally:
-            client.release()
 
-    threads = [threading.Thread(target=command) for _ in range(count)]
+def run_commands(pool, lines):
+    """Runs each line on a thread of its own; their Results, in order."""
+    results = {}
+
+    def one(i, line):
+        results[i] = pool.run(sh(line))
+
+    threads = [threading.Thread(target=one, args=(i, line)) for i, line in enumerate(lines)]
     for t in threads:
         t.start()
     for t in threads:
-        t.join(WAIT * 3)
+        t.join(WAIT)
         assert not t.is_alive(), 'a command never got a slot'
-    return state['most']
+    return [results[i] for i in range(len(lines))]
+
+
+def wait_until(predicate, what):
+    deadline = time.monotonic() + WAIT
+    while not predicate():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)
 
 
 def test_never_more_than_make_allows(jobserver4):
-    client = JobserverClient.from_environ({'MAKEFLAGS': jobserver4.makeflags})
+    client = client_for(jobserver4.makeflags)
     assert client.usable, client.problem
-    most = run_commands(client, 12, 0.05)
-    assert most == 4            # the implicit slot + make's 3 tokens, all used
-    assert client.max_running == 4
+    with Pool(slots=8, jobserver=client) as pool:
+        results = run_commands(pool, ['sleep 0.3'] * 12)
+    assert [r.returncode for r in results] == [0] * 12
+    assert most_ran_at_once(results) <= 4   # the implicit slot + make's 3 tokens
+    assert client.max_running == 4          # ... all used
+    assert any(r.jobserver_wait_ns > 0 for r in results)
     assert client.tokens_held == 0
-    assert jobserver4.tokens() == b'+++'     # every token went back
-    client.close()
+    assert jobserver4.tokens() == b'+++'    # every token went back
 
 
 def test_returns_the_bytes_it_read():
     js = PipeJobserver(1)
     os.write(js.w, b'ab')               # make may use different token bytes
-    client = JobserverClient.from_environ({'MAKEFLAGS': js.makeflags})
-    for _ in range(3):
-        client.acquire()
-    assert client.tokens_held == 2
-    for _ in range(3):
-        client.release()
+    client = client_for(js.makeflags)
+    with Pool(slots=3, jobserver=client) as pool:
+        results = run_commands(pool, ['sleep 0.5'] * 3)
+    assert [r.returncode for r in results] == [0] * 3
+    assert client.max_running == 3 and client.tokens_held == 0
     assert sorted(js.tokens()) == sorted(b'ab')
-    client.close()
     js.close()
 
 
 def test_private_descriptors_leave_makes_fds_alone():
     js = PipeJobserver(2)
     flags = fcntl.fcntl(js.r, fcntl.F_GETFL)
-    client = JobserverClient.from_environ({'MAKEFLAGS': js.makeflags})
-    client.acquire()
-    client.acquire()                    # reads a token through the private description
+    client = client_for(js.makeflags)
+    with Pool(slots=2, jobserver=client) as pool:
+        results = run_commands(pool, ['sleep 0.3'] * 2)    # one reads a token
+    assert [r.returncode for r in results] == [0, 0] and client.max_running == 2
     assert fcntl.fcntl(js.r, fcntl.F_GETFL) == flags     # still blocking for make
     assert os.get_inheritable(js.r) and os.get_inheritable(js.w)
     client.keep_from_commands()
     assert not os.get_inheritable(js.r) and not os.get_inheritable(js.w)
-    client.release()
-    client.release()
-    client.close()
+    assert js.tokens() == b'+'
     js.close()
 
 
-def test_freed_implicit_slot_wakes_a_waiter():
+def test_freed_implicit_slot_starts_a_waiter():
     js = PipeJobserver(1)               # -j1: no tokens at all
-    client = JobserverClient.from_environ({'MAKEFLAGS': js.makeflags})
-    client.acquire()
-    got = threading.Event()
-
-    def waiter():
-        client.acquire()
-        got.set()
-        client.release()
-
-    t = threading.Thread(target=waiter)
-    t.start()
-    assert not got.wait(0.3)            # blocked: the only slot is taken
-    client.release()
-    assert got.wait(WAIT)
-    t.join(WAIT)
+    client = client_for(js.makeflags)
+    with Pool(slots=2, jobserver=client) as pool:
+        results = run_commands(pool, ['sleep 0.3'] * 2)
+    assert [r.returncode for r in results] == [0, 0]
+    assert most_ran_at_once(results) == 1 and client.max_running == 1
+    assert max(r.jobserver_wait_ns for r in results) > 0     # the second one waited
     assert js.tokens() == b''           # never took a token that did not exist
-    client.close()
     js.close()
 
 
-def test_interrupt_and_close_release_waiters_and_tokens(tmp_path):
+def test_interrupt_and_return_all_give_make_its_tokens(tmp_path):
     js = FifoJobserver(str(tmp_path / 'fifo'), 3)
-    client = JobserverClient.from_environ({'MAKEFLAGS': js.makeflags})
-    for _ in range(3):
-        client.acquire()                # implicit + both tokens
-    assert client.tokens_held == 2 and js.tokens() == b''
-    outcome = []
-
-    def waiter():
-        try:
-            client.acquire()
-            outcome.append('acquired')
-        except JobserverInterrupted:
-            outcome.append('interrupted')
-
-    t = threading.Thread(target=waiter)
-    t.start()
-    time.sleep(0.2)
-    client.interrupt()
-    t.join(WAIT)
-    assert outcome == ['interrupted']
-    with pytest.raises(JobserverInterrupted):
-        client.acquire()
-    client.close()                      # gives make its tokens back at once
-    assert js.tokens() == b'++'
-    for _ in range(3):
-        client.release()                # the commands end later: nothing more written
+    client = client_for(js.makeflags)
+    go, log = tmp_path / 'go', tmp_path / 'log'
+    hold = 'echo %%s >> %s; while [ ! -e %s ]; do sleep 0.02; done' % (log, go)
+    outcome = {}
+    with Pool(slots=4, jobserver=client) as pool:
+        running = threading.Thread(target=lambda: outcome.setdefault(
+            'running', run_commands(pool, [hold % i for i in range(3)])))
+        running.start()
+        wait_until(lambda: client.tokens_held == 2, 'the commands never took both tokens')
+        assert js.tokens() == b''
+        waiter = threading.Thread(target=lambda: outcome.setdefault(
+            'waiter', pool.run(sh('echo waiter >> %s' % log))))
+        waiter.start()
+        time.sleep(0.3)                 # queued for a token (or later: the same outcome)
+        pool.interrupt(signal.SIGINT)
+        waiter.join(WAIT)
+        assert outcome['waiter'].returncode == -signal.SIGINT
+        assert pool.run(sh('echo later >> %s' % log)).returncode == -signal.SIGINT
+        client.return_all()             # make gets its tokens back at once
+        assert js.tokens() == b'++'
+        go.touch()                      # the commands end later: nothing more written
+        running.join(WAIT)
+    assert [r.returncode for r in outcome['running']] == [0] * 3
     assert js.tokens() == b''
+    assert sorted(log.read_text().split()) == ['0', '1', '2']
     js.close()
 
 
@@ -221,11 +201,14 @@ def test_unavailable_pipe_means_one_command_at_a_time():
     r, w = os.pipe()
     os.close(r)
     os.close(w)                         # what make 4.3 does for a non-recursive line
-    client = JobserverClient.from_environ({'MAKEFLAGS': '-j4 --jobserver-auth=%d,%d' % (r, w)})
+    client = client_for('-j4 --jobserver-auth=%d,%d' % (r, w))
     assert not client.usable
     assert 'unavailable' in client.problem and "'+'" in client.hint
-    assert run_commands(client, 4, 0.05) == 1
-    client.close()
+    assert client.claim_warning() and not client.claim_warning()    # said once
+    with Pool(slots=4, jobserver=client) as pool:
+        results = run_commands(pool, ['sleep 0.2'] * 4)
+    assert [r.returncode for r in results] == [0] * 4
+    assert most_ran_at_once(results) == 1 and client.max_running == 1
 
 
 def test_not_a_pipe_is_refused(tmp_path):
@@ -233,35 +216,17 @@ def test_not_a_pipe_is_refused(tmp_path):
     path.write_text('')
     fd = os.open(path, os.O_RDWR)
     try:
-        client = JobserverClient.from_environ(
-            {'MAKEFLAGS': '-j4 --jobserver-auth=%d,%d' % (fd, fd)})
+        client = client_for('-j4 --jobserver-auth=%d,%d' % (fd, fd))
         assert not client.usable and 'not a pipe' in client.problem
+        del client
     finally:
         os.close(fd)
-    client = JobserverClient.from_environ(
-        {'MAKEFLAGS': '-j4 --jobserver-auth=fifo:%s' % path})
+    client = client_for('-j4 --jobserver-auth=fifo:%s' % path)
     assert not client.usable and 'not a fifo' in client.problem
 
 
-def test_no_jobserver_no_client():
-    assert JobserverClient.from_environ({'MAKEFLAGS': ' -j4'}) is None
-    assert JobserverClient.from_environ({}) is None
-
-
-def test_interrupt_from_a_signal_handler_inside_the_client():
-    """Python may run a signal handler (which calls interrupt()) in the main thread while
-    that thread is inside the client with its lock held: that must not deadlock."""
-    js = PipeJobserver(2)
-    client = JobserverClient.from_environ({'MAKEFLAGS': js.makeflags})
-    done = threading.Event()
-
-    def handler_inside_lock():
-        with client._lock:      # as if the handler interrupted a method mid-way
-            client.interrupt()
-        done.set()
-
-    t = threading.Thread(target=handler_inside_lock, daemon=True)
-    t.start()
-    assert done.wait(WAIT), 'interrupt() deadlocked on the client lock'
-    client.close()
-    js.close()
+def test_no_jobserver_no_client(monkeypatch):
+    assert client_for(' -j4') is None
+    assert jobserver.from_environ({}) is None
+    monkeypatch.setenv('MAKEFLAGS', ' -j2')
+    assert jobserver.from_environ() is None

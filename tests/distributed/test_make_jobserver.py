@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+import scons_e2e
 from dist_support import (PROBE, LAUNCHER, TIMEOUT, build_env, kill_session,
                           max_concurrency, run, scons_argv, wait_session_empty,
                           write_script)
@@ -141,3 +142,60 @@ def test_ctrl_c_under_make_starts_nothing_more(pool_module, tmp_path):
         assert proc.returncode != 0
         assert len(starts.read_text().split()) == 2, (out, err)
         assert b'Build interrupted' in err
+
+
+MEMORY_SCONSTRUCT = '''
+env = Environment()
+for i in range(2):
+    env.Command('big%%d.txt' %% i, [],
+                'echo start big%%d $$(date +%%%%s.%%%%N) >> %(log)s; '
+                '%(alloc)s 450 3000 && echo x > $TARGET; '
+                'echo end big%%d $$(date +%%%%s.%%%%N) >> %(log)s' %% (i, i))
+'''
+STEPS = 6
+MEMORY_MAKEFILE = '''all: scons step%(last)d
+scons:
+\t+%(scons)s -Q -j2 --process-spawner-memory=700M
+%(steps)s'''
+
+
+def test_a_command_waiting_for_memory_leaves_makes_token_free(pool_module, tmp_path):
+    """make -j2 (one token) runs scons, whose second 450 MiB command waits for memory
+    (700M budget, warm history), and a chain of short jobs: the waiting command holds no
+    token, so every step of the chain runs while scons' first command still runs."""
+    alloc = scons_e2e.BUILD / 'tests' / 'helpers' / 'alloc_touch'
+    if not alloc.exists():
+        pytest.skip('%s is not built' % alloc)
+    root = tmp_path / 'proj'
+    root.mkdir()
+    log = root / 'times.log'
+    (root / 'SConstruct').write_text(MEMORY_SCONSTRUCT % dict(log=log, alloc=alloc))
+    # The chain starts once scons' first command runs (step 0 waits for it), so that its
+    # steps need the token while scons' second command waits for memory.
+    wait_for_scons = 'while ! grep -q start %s 2>/dev/null; do sleep 0.05; done; ' % log
+    steps = ''.join('step%d:%s\n\t%secho step %d $$(date +%%s.%%N) >> %s; sleep 0.2\n'
+                    % (i, ' step%d' % (i - 1) if i else '', '' if i else wait_for_scons,
+                       i, log) for i in range(STEPS))
+    (root / 'GNUmakefile').write_text(MEMORY_MAKEFILE % dict(
+        last=STEPS - 1, scons=' '.join(map(str, scons_argv())), steps=steps))
+    env = build_env(tmp_path / 'home')
+    # Warm the history: both commands' peaks are known, so the second one waits.
+    r = run(scons_argv('-Q', '-j2', '--process-spawner-memory=700M'), root, env)
+    assert r.returncode == 0, r
+    for out in root.glob('big*.txt'):
+        out.unlink()
+    log.unlink()
+    r = run(['make', '-j2'], root, env)
+    assert r.returncode == 0, r
+    events = {}
+    for line in log.read_text().split('\n'):
+        if line:
+            kind, name, when = line.split()
+            events[(kind, name)] = float(when)
+    starts = sorted(events[('start', 'big%d' % i)] for i in range(2))
+    first_end = min(events[('end', 'big%d' % i)] for i in range(2))
+    assert starts[1] >= first_end - 0.05, (events, r)   # the memory admission held one back
+    steps = [events[('step', str(i))] for i in range(STEPS)]
+    late = [when for when in steps if when > first_end]
+    assert not late, ('make could not start %d of its jobs while a command waited for '
+                      'memory: %s' % (len(late), sorted(events.items(), key=lambda e: e[1])))

@@ -1,6 +1,7 @@
 """/proc readers and polling for the spawnpool module tests (imported by conftest.py and
 the tests; a module of its own so that its name cannot clash with other conftest files)."""
 
+import gc
 import os
 import time
 
@@ -108,3 +109,50 @@ def describe(pid):
         cmdline = "?"
     state, ppid = proc_stat(pid)
     return f"{pid} (state {state}, ppid {ppid}): {cmdline}"
+
+
+class LeakCheck:
+    """What a test that starts a pool must leave as it found it (tests/python/conftest.py
+    and tests/distributed use it): the same open fds, the same child processes (zombie or
+    alive), no process left that carries MARKER=<this pid> (spawners and commands run with
+    the driver's environment inherit it; the caller sets it), no pool segment left here
+    (no descriptor or mapping of the memfd), no /dev/shm/spawnpool-* entry appearing."""
+
+    def __init__(self):
+        self.marker = f"{MARKER}={os.getpid()}"
+        self.fds = open_fds()
+        self.children = children_of(os.getpid(), with_zombies=True)
+        self.shm = shm_entries()
+
+    def problems(self):
+        """What leaked, as sentences (empty: nothing)."""
+        # A closed pool keeps its segment until the object goes, and a test's exception
+        # tracebacks keep its frame (and the pool) in a reference cycle.
+        gc.collect()
+        problems = []
+        fds_after = open_fds()
+        if fds_after.keys() != self.fds.keys():
+            added = {fd: t for fd, t in fds_after.items() if fd not in self.fds}
+            removed = {fd: t for fd, t in self.fds.items() if fd not in fds_after}
+            problems.append(f"open fds changed: added {added}, removed {removed}")
+        children_after = children_of(os.getpid(), with_zombies=True)
+        if children_after != self.children:
+            problems.append("children changed: " + "; ".join(
+                describe(p) for p in set(children_after) ^ set(self.children)))
+        wait_until(lambda: not processes_with_env(self.marker), timeout=5)
+        left = processes_with_env(self.marker)
+        if left:
+            problems.append("processes of this test still running: " +
+                            "; ".join(describe(p) for p in left))
+        with open("/proc/self/maps") as f:
+            maps = f.read()
+        if SEGMENT_MEMFD in maps or "/dev/shm/spawnpool-" in maps:
+            problems.append("a spawnpool segment is still mapped in this process")
+        segment_fds = [fd for fd, t in fds_after.items() if t.startswith(SEGMENT_MEMFD)]
+        if segment_fds:
+            problems.append(f"descriptors of a spawnpool segment left: {segment_fds}")
+        wait_until(lambda: not (shm_entries() - self.shm), timeout=3)
+        new_shm = shm_entries() - self.shm
+        if new_shm:
+            problems.append(f"/dev/shm entries left: {sorted(new_shm)}")
+        return problems

@@ -181,11 +181,12 @@ def test_session_stacks_the_layers_in_order(tmp_path):
     fake = FakeRunner()
     warnings = []
     settings = options.Settings(output="sync", stats=True, trace="t.json", local=2,
-                                base_dir=str(tmp_path))
+                                launcher="env", base_dir=str(tmp_path))
     session = Session(settings, 2, warnings.append)
     runner = session.start(fake)
     assert layer_names(runner) == ["Gate", "Recorded", "SyncOutput", "DirectExec",
                                    "FakeRunner"]
+    assert session.pool_options()["local_slots"] == 2        # the pool's, not a layer's
     assert layer_names(session.checks_runner) == layer_names(runner)[1:]
     other = FakeRunner()
     session.rebase(other)                                    # a resized pool
@@ -199,16 +200,20 @@ def test_session_stacks_the_layers_in_order(tmp_path):
 
 
 def test_session_interrupt_cancels_all_but_sigint():
-    cancelled = []
+    cancelled, interrupted = [], []
     base = FakeRunner()
     base.cancel = cancelled.append
     session = Session(options.Settings(local=1), 1, print)
     runner = session.start(base)
+    base_interrupt, base.interrupt = base.interrupt, lambda sig: (
+        interrupted.append(sig), base_interrupt(sig))
     session.interrupt(signal.SIGINT)        # a terminal's: the spawners pass it on
     session.interrupt(signal.SIGTERM)       # to the driver alone: passed on here
     assert cancelled == [signal.SIGTERM]
-    assert runner.run(Command(["sh", "-c", "x"], cwd="/")).returncode == -signal.SIGTERM
-    assert base.commands == []              # interrupted: nothing starts
+    assert interrupted == [signal.SIGINT, signal.SIGTERM]     # the pool's to act on
+    # The first signal stays (as Pool.interrupt): nothing starts.
+    assert runner.run(Command(["sh", "-c", "x"], cwd="/")).returncode == -signal.SIGINT
+    assert base.commands == []
 
 
 def test_session_warns_and_goes_on(tmp_path):

@@ -28,7 +28,7 @@ import threading
 
 from .command import Command
 from .interrupts import STOP_SIGNALS, SignalWatch, chain
-from .jobserver import JobserverClient
+from . import jobserver as _jobserver
 from .options import Settings, add_to_argparse
 from .output_sync import console_message
 from .stack import Session
@@ -113,7 +113,7 @@ def run_command(args):
     settings = Settings.from_values(args)
     problems = []
     watch = SignalWatch()
-    jobserver = JobserverClient.from_environ() if settings.jobserver else None
+    jobserver = _jobserver.from_environ() if settings.jobserver else None
     session = Session(settings, args.jobs, problems.append, jobserver, watch,
                       process_name='spawnpool run')
     try:
@@ -123,14 +123,15 @@ def run_command(args):
             return 2
         try:
             from . import Pool          # the compiled module: ImportError when unusable
-            pool = Pool(slots=args.jobs, **settings.pool_options('%s: warning: ' % _PROG))
+            if session.jobserver is not None or session.local_slots:
+                watch.start()   # commands may wait: the pool looks at its pipe first
+            pool = Pool(slots=args.jobs, **settings.pool_options('%s: warning: ' % _PROG),
+                        **session.pool_options())
         except (OSError, RuntimeError, ImportError, ValueError) as e:
             sys.stderr.write('%s: cannot start the pool: %s\n' % (_PROG, e))
             return 2
         with pool:
             runner = session.start(pool)
-            if session.gate is not None:
-                watch.start()
             status = _Batch(_lines(source), runner, session, args.keep_going).run(args.jobs)
     finally:
         session.finish()

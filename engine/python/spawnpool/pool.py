@@ -53,15 +53,28 @@ class Pool(_spawnpool.Pool):
         process's memory cgroup).
     warning_prefix: what starts each line of the pool's warnings on stderr (an unusable
         history, no cgroups).
+
+    Admission besides slots and memory (docs/architecture.md, "One admission point"): a
+    command starts once it has everything at the same time, and holds nothing while it
+    waits.
+    jobserver: make's jobserver (jobserver.from_environ()), shared by the process's
+        pools: each running command holds one of its job slots.
+    local_slots: at most this many commands with ``Command.local`` run at once (0: no
+        limit).
+    stop_signal_fd: the read end of signal.set_wakeup_fd()'s pipe (interrupts.py): a
+        stop signal there starts no more commands, before its handler has run.
+    interrupt(sig=SIGINT): waiting and later commands return returncode -sig unstarted.
     """
 
     def __init__(self, slots=None, spawner=None, output_chunk_bytes=1 << 20,
                  same_cpu_handoff=True, memory_budget=None, history=None,
-                 cgroup_parent=None, warning_prefix='spawnpool: warning: '):
+                 cgroup_parent=None, warning_prefix='spawnpool: warning: ',
+                 jobserver=None, local_slots=0, stop_signal_fd=None):
         from . import spawner_path
         super().__init__(slots or os.cpu_count() or 1, spawner or spawner_path(),
                          output_chunk_bytes, same_cpu_handoff, memory_budget, history,
-                         cgroup_parent, warning_prefix)
+                         cgroup_parent, warning_prefix, jobserver, local_slots,
+                         -1 if stop_signal_fd is None else stop_signal_fd)
 
     def run(self, command=None, env=None, cwd=None, capture=False, merge_stderr=False,
             argv=None):

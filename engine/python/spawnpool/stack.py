@@ -4,9 +4,7 @@ A layer is a runner (``run(command) -> Result``) with an `inner` runner.  A comm
 down, and its result comes back up, through the layers a build's Settings ask for
 (options.py), always in this order:
 
-    Gate          gate.py          a compile gets the launcher; a command waits for a local
-                                   slot, then a jobserver token; after an interrupt it
-                                   does not start (returncode -N)
+    Gate          gate.py          a compile gets the launcher (and is not local)
     Recorded      this module      the trace and the statistics see every result
     SyncOutput    output_sync.py   a passthrough command is captured and printed as one
                                    block when it ends
@@ -14,9 +12,12 @@ down, and its result comes back up, through the layers a build's Settings ask fo
                                    with sh's environment, messages and status
     runner        the pool (pool.py), PopenRunner (popen_runner.py), FakeRunner (testing.py)
 
-Why this order: the launcher rewrites the line before anything reads it, and no command
-holds a token it does not use; the trace records the line that ran and the status sh
-would have given; output sync captures whatever direct exec adds (sh's "Segmentation
+Admission is no layer: the pool's scheduler grants each command its slot, local slot,
+jobserver token and memory together (`pool_options()` hands it the jobserver and the
+local slots), so no command holds a token while it waits for something else.
+
+Why this order: the launcher rewrites the line before anything reads it; the trace
+records the line that ran and the status sh would have given; output sync captures whatever direct exec adds (sh's "Segmentation
 fault"); direct exec sits on the runner because only it knows a program could not start
 and the line needs sh after all.  A layer that is not asked for is not there: with the
 defaults a command crosses DirectExec alone.
@@ -33,7 +34,7 @@ import tempfile
 
 from .command import shell_line
 from .direct_exec import DirectExec
-from .gate import Gate, LocalSlots
+from .gate import Gate
 from .launcher import CompileClassifier, Launcher
 from .output_sync import OutputSync, SyncOutput
 from .report import write_report
@@ -63,10 +64,11 @@ class Session:
     on a runner, `rebase(base)` moves them onto another (a resized pool).
 
     `runner` runs a build command through every layer; `checks_runner` through those
-    under the gate (SCons' Configure checks, which the launcher and the slots leave
-    alone).  `warn(text)` reports a problem that leaves the build going (an unwritable
-    trace, a launcher not on PATH, an unusable jobserver); `jobserver` is a
-    JobserverClient probed early, or None; `watch` an interrupts.SignalWatch, or None.
+    under the gate (SCons' Configure checks, which the launcher leaves alone).
+    `warn(text)` reports a problem that leaves the build going (an unwritable trace, a
+    launcher not on PATH, an unusable jobserver); `jobserver` is the engine's client
+    (jobserver.py) probed early, or None; `watch` an interrupts.SignalWatch, or None.
+    The pool the session runs on is made with `pool_options()`.
     With a report asked for, the trace is recorded (into a temporary file if no trace
     was asked for) and finish() writes the report from it; `command_args` goes to the
     trace (trace.py), and the build's command line is process_name's program and argv.
@@ -94,19 +96,27 @@ class Session:
             local = _cpus()
         if jobserver is not None and settings.jobserver:
             jobserver.keep_from_commands()
-            if not jobserver.usable:
+            if not jobserver.usable and jobserver.claim_warning():
                 hint = jobserver.hint
                 warn('%s: %s; running one command at a time%s' % (
                     settings.flag('jobserver'), jobserver.problem,
                     '. ' + hint[0].upper() + hint[1:] if hint else ''))
         else:
             jobserver = None
-        self.gate = None
-        if launcher is not None or local is not None or jobserver is not None:
-            self.gate = Gate(None, launcher, LocalSlots(local) if local else None,
-                             jobserver, watch, prefix)
+        self.jobserver = jobserver
+        self.local_slots = local or 0
+        self.watch = watch
+        self.gate = Gate(None, launcher, prefix) if launcher is not None else None
         self.base = self.runner = self.checks_runner = None
         self._bottom = None         # the lowest layer (its inner is the base), or None
+
+    def pool_options(self):
+        """What the pool under this session needs for admission: make's jobserver, the
+        local slots, and the signal watch's pipe (a stop signal seen there before its
+        handler ran starts no more commands)."""
+        watch = self.watch
+        return dict(jobserver=self.jobserver, local_slots=self.local_slots,
+                    stop_signal_fd=watch.fd if watch is not None else None)
 
     def start(self, base):
         """Stack the layers on `base`; returns the runner for build commands."""
@@ -141,9 +151,11 @@ class Session:
             self.stats.note_slots(getattr(base, 'slots', 0) or 0)
 
     def interrupt(self, signum):
-        """The build was interrupted by `signum` (see interrupts.py)."""
-        if self.gate is not None:
-            self.gate.interrupt(signum)
+        """The build was interrupted by `signum` (see interrupts.py): commands waiting to
+        start come back with returncode -signum."""
+        interrupt = getattr(self.base, 'interrupt', None)
+        if interrupt is not None:
+            interrupt(signum)
         cancel = getattr(self.base, 'cancel', None)
         if signum != signal.SIGINT and cancel is not None:
             cancel(signum)
@@ -159,8 +171,8 @@ class Session:
         if self._temporary_trace is not None:
             _remove(self._temporary_trace)
             self._temporary_trace = None
-        if self.gate is not None:
-            self.gate.close()
+        if self.jobserver is not None:
+            self.jobserver.return_all()
 
     def _write_report(self, trace_path):
         problem = write_report(trace_path, self._report)
@@ -169,10 +181,10 @@ class Session:
 
     def report(self, stats_prefix, line_prefix='', summary=True):
         """The statistics (if asked for) and, with a launcher and `summary`, what the
-        launcher and the local slots did: text for the end of the build ('' if none)."""
+        launcher did: text for the end of the build ('' if none)."""
         text = self.stats.report(prefix=stats_prefix) if self.stats is not None else ''
         gate = self.gate
-        if summary and gate is not None and gate.launcher is not None:
+        if summary and gate is not None:
             text += ''.join(line_prefix + line + '\n' for line in gate.summary())
         return text
 

@@ -3,7 +3,8 @@
 The one fake the test suites share (tests/scons, tests/distributed, tests/cli, ...) and
 that embedders may use for their own scheduler tests: it records each Command, answers
 with a scripted Result (a fresh copy each time, since layers adjust results on their way
-up), may take its time, and counts how many commands it had at once, per kind.
+up), may take its time, and counts how many commands it had at once, per kind.  Like the
+pool, after `interrupt(sig)` it starts nothing: commands come back with returncode -sig.
 
 Thread-safe: run() is called from many threads; the records are under one lock.
 """
@@ -28,9 +29,16 @@ class FakeRunner:
         self.commands = []          # every Command run, in order
         self.most = {}              # kind -> the most that ran at once
         self._now = {}
+        self._interrupted = 0
         self._lock = threading.Lock()
 
+    def interrupt(self, sig):
+        """As Pool.interrupt: later commands are not run and return -sig."""
+        self._interrupted = self._interrupted or sig
+
     def run(self, command):
+        if self._interrupted:
+            return Result(returncode=-self._interrupted)
         kind = self.kind(command)
         with self._lock:
             self.commands.append(command)
