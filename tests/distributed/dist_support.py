@@ -17,6 +17,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -235,6 +236,23 @@ status=$?
 echo "end launched $$ $(date +%s%N)" >> "$log"
 exit $status
 '''
+
+
+def run_on_threads(runner, commands, timeout=60):
+    """runner.run(command) for each command, each on a thread of its own, all at once;
+    their Results, in order."""
+    results = {}
+
+    def one(i, command):
+        results[i] = runner.run(command)
+
+    threads = [threading.Thread(target=one, args=(i, c)) for i, c in enumerate(commands)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout)
+        assert not t.is_alive(), 'a command never came back'
+    return [results[i] for i in range(len(commands))]
 
 
 def write_script(path, text):

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from dist_support import module_problem, most_ran_at_once, write_script
+from dist_support import module_problem, most_ran_at_once, run_on_threads, write_script
 
 _skip, _failure = module_problem()
 if _skip:
@@ -30,22 +30,6 @@ def sh(line, local=True):
     return Command(['sh', '-c', line], ENV, '/', 'passthrough', local)
 
 
-def run_threads(runner, commands):
-    """Runs each command on a thread of its own; their Results, in order."""
-    results = {}
-
-    def one(i, command):
-        results[i] = runner.run(command)
-
-    threads = [threading.Thread(target=one, args=(i, c)) for i, c in enumerate(commands)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(WAIT)
-        assert not t.is_alive(), 'a command never came back'
-    return [results[i] for i in range(len(commands))]
-
-
 def wait_for(path):
     deadline = time.monotonic() + WAIT
     while not os.path.exists(path):
@@ -59,7 +43,7 @@ def test_local_slots_bound_local_commands_only(tmp_path):
         gate = Gate(pool, Launcher('slow_launcher.sh', path=str(tmp_path)))
         commands = [sh('sleep 1') for _ in range(6)] + \
                    [sh('gcc -c f%d.c -o f%d.o' % (i, i)) for i in range(6)]
-        results = run_threads(gate, commands)
+        results = run_on_threads(gate, commands)
     assert [r.returncode for r in results] == [0] * 12, results
     local, launched = results[:6], results[6:]
     assert most_ran_at_once(local) == 2
@@ -93,10 +77,10 @@ def test_interrupt_stops_waiting_commands(tmp_path):
 
 
 def run_threads_later(runner, commands):
-    """Starts run_threads(runner, commands) now; returns the call that waits for it."""
+    """Starts run_on_threads(runner, commands) now; returns the call that waits for it."""
     done = {}
     thread = threading.Thread(target=lambda: done.setdefault('results',
-                                                             run_threads(runner, commands)))
+                                                             run_on_threads(runner, commands)))
     thread.start()
 
     def results():

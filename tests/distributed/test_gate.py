@@ -2,11 +2,9 @@
 as local, messages, counts.  What the pool does with `Command.local` (the local slots),
 make's tokens and interrupts: test_admission.py and test_jobserver.py."""
 
-import threading
-
 import pytest
 
-from dist_support import module_problem
+from dist_support import module_problem, run_on_threads
 
 _skip, _failure = module_problem()
 if _skip:
@@ -28,18 +26,9 @@ def sh(line, env=None, output='passthrough'):
     return Command(['sh', '-c', line], env if env is not None else {}, '/', output)
 
 
-def run_threads(gate, lines, env=None):
-    statuses = {}
-
-    def one(i, line):
-        statuses[i] = gate.run(sh(line, env or {'PATH': '/usr/bin:/bin'})).returncode
-
-    threads = [threading.Thread(target=one, args=(i, line)) for i, line in enumerate(lines)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(30)
-    return [statuses[i] for i in range(len(lines))]
+def run_threads(gate, lines):
+    results = run_on_threads(gate, [sh(line, {'PATH': '/usr/bin:/bin'}) for line in lines])
+    return [r.returncode for r in results]
 
 
 def test_launched_compiles_are_not_local():

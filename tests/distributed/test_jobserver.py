@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from dist_support import module_problem, most_ran_at_once
+from dist_support import module_problem, most_ran_at_once, run_on_threads
 
 _skip, _failure = module_problem()
 if _skip:
@@ -94,18 +94,7 @@ def sh(line):
 
 def run_commands(pool, lines):
     """Runs each line on a thread of its own; their Results, in order."""
-    results = {}
-
-    def one(i, line):
-        results[i] = pool.run(sh(line))
-
-    threads = [threading.Thread(target=one, args=(i, line)) for i, line in enumerate(lines)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(WAIT)
-        assert not t.is_alive(), 'a command never got a slot'
-    return [results[i] for i in range(len(lines))]
+    return run_on_threads(pool, [sh(line) for line in lines])
 
 
 def wait_until(predicate, what):

@@ -248,6 +248,43 @@ def test_enable_hooks_in(monkeypatch, shape, capfd):
     assert capfd.readouterr() == ('', '')
 
 
+class FakeWatch:
+    """interrupts.SignalWatch's face: start() takes the wake-up pipe (here: a number)."""
+
+    def __init__(self, fd=None):
+        self.fd = fd
+
+    def start(self):
+        if self.fd is None:
+            self.fd = 99
+
+
+@pytest.mark.parametrize('watching_before', [False, True])
+def test_a_pool_made_before_the_watch_is_made_again_with_its_pipe(monkeypatch,
+                                                                  watching_before):
+    """The pool reads the watch's pipe (stop_signal_fd), given when it is made: one made
+    for Configure checks, before the Jobs run started the watch, is made anew."""
+    scons = fake_scons(monkeypatch, 'taskmaster', option_on=True)
+    copy = fresh_plugin()
+    copy.enable()
+    settings = types.SimpleNamespace(trace=None, report=None, wants_gate=True,
+                                     jobserver=True)
+    monkeypatch.setattr(copy, '_session', types.SimpleNamespace(settings=settings))
+    monkeypatch.setattr(copy, '_watch', FakeWatch(7 if watching_before else None))
+    copy._stale, copy._pool, copy._slots = False, object(), 1
+    scons.parser.values.num_jobs = 1
+    old = signal.getsignal(signal.SIGTERM)
+    try:
+        scons.Jobs()._setup_sig_handler()
+    finally:
+        signal.signal(signal.SIGTERM, old)
+        pool, copy._pool = copy._pool, None
+    assert copy._watch.fd is not None
+    assert copy._stale is not watching_before
+    assert (copy._slots == 0) is not watching_before    # 0: no pool's size: made anew
+    assert pool is not None
+
+
 @pytest.mark.parametrize('option_on', [False, True])
 @pytest.mark.parametrize('shape', ['no-jobs', 'no-popen3'])
 def test_unknown_shape_warns_once_if_asked_and_changes_nothing(monkeypatch, capfd, shape,
