@@ -19,9 +19,13 @@
 #include <utility>
 #include <vector>
 
+#include "engine/src/history/history_store.h"
+#include "engine/src/progress/build_progress.h"
+#include "engine/src/progress/status_printer.h"
 #include "engine/src/report/build_report.h"
 #include "spawnpool/jobserver.h"
 #include "spawnpool/pool.h"
+#include "worker_pool/protocol/monotonic_clock.h"
 
 namespace py = pybind11;
 
@@ -251,14 +255,20 @@ class PyPool {
          bool same_cpu_handoff, py::handle memory_budget, py::handle history,
          py::handle cgroup_parent, std::string warning_prefix,
          std::shared_ptr<spawnpool::Jobserver> jobserver, std::size_t local_slots,
-         int stop_signal_fd) {
+         int stop_signal_fd, py::handle progress) {
     spawnpool::PoolOptions options;
     options.slots = slots;
     options.spawner_path = std::move(spawner);
     options.output_chunk_bytes = output_chunk_bytes;
     options.same_cpu_handoff = same_cpu_handoff;
     options.memory_budget = to_memory_budget(memory_budget);
-    options.memory_history_path = optional_path(history);
+    // The history: a History shared with the build's progress, or a path the pool opens.
+    if (py::isinstance<spawnpool::detail::HistoryStore>(history))
+      options.history = history.cast<std::shared_ptr<spawnpool::detail::HistoryStore>>();
+    else
+      options.memory_history_path = optional_path(history);
+    if (!progress.is_none())
+      options.progress = progress.cast<std::shared_ptr<spawnpool::detail::BuildProgress>>();
     options.memory_cgroup_parent = optional_path(cgroup_parent);
     options.warn = warnings_to_stderr(std::move(warning_prefix));
     options.jobserver = std::move(jobserver);
@@ -344,6 +354,84 @@ class PyPool {
   std::size_t slots_ = 0;
 };
 
+// The build's history, progress and status printer (issue 18; spawnpool/status.py).
+void bind_progress(py::module_& m) {
+  using spawnpool::detail::BuildProgress;
+  using spawnpool::detail::HistoryStore;
+  using spawnpool::detail::StatusPrinter;
+  using spawnpool::detail::StatusView;
+  py::class_<HistoryStore, std::shared_ptr<HistoryStore>>(m, "History")
+      .def(py::init([](py::handle path, std::string warning_prefix) {
+             const std::string file = fs_bytes(path);
+             auto warn = warnings_to_stderr(std::move(warning_prefix));
+             py::gil_scoped_release release;  // opening reads the whole file
+             return std::make_shared<HistoryStore>(file, spawnpool::detail::HistoryStoreOptions{},
+                                                   std::move(warn));
+           }),
+           py::arg("path"), py::arg("warning_prefix") = "spawnpool: warning: ")
+      .def("flush", &HistoryStore::flush, py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("recording", &HistoryStore::recording);
+
+  py::class_<BuildProgress, std::shared_ptr<BuildProgress>>(m, "BuildProgress")
+      .def(py::init([](py::handle history, std::uint64_t targets_key) {
+             std::shared_ptr<HistoryStore> store;
+             if (!history.is_none()) store = history.cast<std::shared_ptr<HistoryStore>>();
+             return std::make_shared<BuildProgress>(std::move(store), targets_key,
+                                                    spawnpool::detail::monotonic_ns());
+           }),
+           py::arg("history") = py::none(), py::arg("targets_key") = 0)
+      .def("begin", [](BuildProgress& progress, std::uint64_t targets_key) {
+             progress.begin(targets_key, spawnpool::detail::monotonic_ns());
+           }, py::arg("targets_key"))
+      .def("set_expected_remaining", &BuildProgress::set_expected_remaining, py::arg("commands"))
+      .def("set_units_built", &BuildProgress::set_units_built, py::arg("units"))
+      .def("last_build", &BuildProgress::last_build,
+           "(commands, units) of the last build of these targets; (0, 0): none known")
+      .def("view", [](const BuildProgress& progress) {
+             const StatusView v = progress.view(spawnpool::detail::monotonic_ns());
+             py::dict d;
+             d["done"] = v.done;
+             d["total"] = v.total;
+             d["elapsed_s"] = v.elapsed_s;
+             d["remaining_s"] = v.remaining_s ? py::object(py::float_(*v.remaining_s)) : py::none();
+             d["running"] = v.running;
+             d["waiting_for_memory"] = v.waiting_for_memory;
+             d["longest_running"] = v.longest_running;
+             d["failed"] = progress.failed();
+             return d;
+           })
+      .def("text", [](const BuildProgress& progress, std::size_t width, bool unicode) {
+             return spawnpool::detail::format_status(
+                 progress.view(spawnpool::detail::monotonic_ns()), width, unicode);
+           }, py::arg("width") = 0, py::arg("unicode") = false);
+
+  py::class_<StatusPrinter, std::shared_ptr<StatusPrinter>>(m, "StatusPrinter")
+      .def(py::init([](std::shared_ptr<BuildProgress> progress, int fd, const std::string& mode,
+                       bool unicode, bool terminal_reflows) {
+             spawnpool::detail::StatusPrinterOptions options;
+             options.fd = fd;
+             if (mode == "line") options.mode = spawnpool::detail::StatusMode::kLine;
+             else if (mode == "plain") options.mode = spawnpool::detail::StatusMode::kPlain;
+             else throw py::value_error("status mode must be 'line' or 'plain', not '" + mode + "'");
+             options.unicode = unicode;
+             options.terminal_reflows = terminal_reflows;
+             return std::make_shared<StatusPrinter>(std::move(progress), options);
+           }),
+           py::arg("progress"), py::arg("fd") = 1, py::arg("mode") = "line",
+           py::arg("unicode") = false, py::arg("terminal_reflows") = true)
+      .def("write", [](StatusPrinter& printer, int fd, py::bytes data) {
+             std::string_view view = data;  // the bytes object outlives the call
+             py::gil_scoped_release release;
+             printer.write(fd, view);
+           }, py::arg("fd"), py::arg("data"))
+      .def("finish", [](StatusPrinter& printer) {
+             printer.finish(spawnpool::detail::monotonic_ns());
+           }, py::call_guard<py::gil_scoped_release>());
+
+  m.def("hash_targets", &spawnpool::detail::hash_targets, py::arg("top_dir"), py::arg("targets"),
+        "The history's key of a build's targets (in any order) under its top directory.");
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_spawnpool, m) {
@@ -388,16 +476,18 @@ PYBIND11_MODULE(_spawnpool, m) {
       .def("keep_from_commands", &spawnpool::Jobserver::keep_from_commands)
       .def("return_all", &spawnpool::Jobserver::return_all);
 
+  bind_progress(m);
+
   py::class_<PyPool>(m, "Pool")
       .def(py::init<std::size_t, std::string, std::size_t, bool, py::handle, py::handle,
                     py::handle, std::string, std::shared_ptr<spawnpool::Jobserver>,
-                    std::size_t, int>(),
+                    std::size_t, int, py::handle>(),
            py::arg("slots"), py::arg("spawner"), py::arg("output_chunk_bytes") = std::size_t{1} << 20,
            py::arg("same_cpu_handoff") = true, py::arg("memory_budget") = py::none(),
            py::arg("history") = py::none(), py::arg("cgroup_parent") = py::none(),
            py::arg("warning_prefix") = "spawnpool: warning: ",
            py::arg("jobserver") = py::none(), py::arg("local_slots") = 0,
-           py::arg("stop_signal_fd") = -1)
+           py::arg("stop_signal_fd") = -1, py::arg("progress") = py::none())
       .def("run", &PyPool::run, py::arg("command"))
       .def("cancel", &PyPool::cancel, py::arg("sig") = SIGTERM)
       .def("interrupt", &PyPool::interrupt, py::arg("sig") = SIGINT)

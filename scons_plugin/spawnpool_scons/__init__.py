@@ -105,6 +105,10 @@ def enable():
     if not getattr(_posix, _MARK, False):
         setattr(_posix, _MARK, True)
         _install(jobs, options is not None)
+        build_task = find_build_task()
+        if build_task is not None and options is not None:
+            from . import progress
+            progress.install(build_task, _status_session)
 
 
 def find_hooks():
@@ -118,6 +122,28 @@ def find_hooks():
         if callable(getattr(jobs, '_setup_sig_handler', None)):
             return posix, jobs
     return None
+
+
+def find_build_task():
+    """SCons.Script.Main.BuildTask when it has the two methods the status line's count
+    follows (make_ready: a node found up to date or to build; executed), else None (no
+    count: the history's last build gives the total)."""
+    task = getattr(_import('SCons.Script.Main'), 'BuildTask', None)
+    if all(callable(getattr(task, name, None)) for name in ('make_ready', 'executed')):
+        return task
+    return None
+
+
+def _status_session():
+    """The session whose status line follows the build, or None (main thread or the
+    Taskmaster's lock: see progress.py)."""
+    if not _option_on():
+        return None
+    values = getattr(_parser(), 'values', None)
+    if any(getattr(values, name, False) for name in ('clean', 'no_exec', 'question', 'silent')):
+        return None             # nothing runs, or nothing may be printed
+    session = _session if not _stale else _checkout()
+    return session if session is not None and session.status is not None else None
 
 
 # SCons tool-module interface, so env.Tool('spawnpool_scons', toolpath=[...]) works too.
@@ -249,8 +275,7 @@ def _refresh_locked():
             from spawnpool_scons.action_nodes import current
             _session = Session(_settings(), slots, _warn, _jobserver, _watch, 'scons',
                                command_args=current)
-        options = (dict(_session.settings.pool_options('scons: warning: '),
-                        **_session.pool_options()) if _session is not None else {})
+        options = _session.pool_options('scons: warning: ') if _session is not None else {}
         pool = _pool = spawnpool.Pool(slots=slots, **options)
         if _session is None:
             raise ImportError('spawnpool.options is missing')

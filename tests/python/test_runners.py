@@ -286,7 +286,7 @@ def test_the_same_cpu_handoff_option_reaches_the_pool_only_when_off():
 def test_session_warns_of_a_history_without_memory():
     warnings = []
     Session(options.Settings(history="h.db"), 1, warnings.append)
-    assert warnings == ["--history: only used with --memory; ignored"]
+    assert warnings == ["--history: only used with --memory or --status; ignored"]
 
 
 def test_pool_memory_budget_values(tmp_path):

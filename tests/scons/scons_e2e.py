@@ -45,7 +45,10 @@ SETTLE = 10            # seconds allowed for spawners to go away after scons exi
 
 # Never part of a build's output: SCons' database, the Configure log (compared on its
 # own), files the interrupt tests leave and the probe (names the spawner).
-NOT_OUTPUTS = {'.sconsign.dblite', 'config.log', 'sleeper.pid', 'probe.txt', 'custom.txt'}
+# The pool's history (.spawnpool/) is its own, not the build's.
+NOT_OUTPUTS = {'.sconsign.dblite', 'config.log', 'sleeper.pid', 'probe.txt', 'custom.txt',
+               'memory-history.sqlite', 'memory-history.sqlite-wal',
+               'memory-history.sqlite-shm'}
 
 _module_status = None
 

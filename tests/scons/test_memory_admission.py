@@ -80,7 +80,7 @@ def test_history_without_memory_is_ignored_with_a_warning(pool_module, project):
     r = project.scons('-Q', '--process-spawner-history=h.db', pool=True)
     assert r.returncode == 0, r
     assert ('scons: warning: --process-spawner-history: only used with '
-            '--process-spawner-memory; ignored') in r.stderr, r
+            '--process-spawner-memory or --process-spawner-status; ignored') in r.stderr, r
     assert not (project.root / 'h.db').exists()
 
 

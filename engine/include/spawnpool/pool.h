@@ -20,6 +20,8 @@ namespace spawnpool {
 namespace detail {
 class PoolCore;
 struct JobState;
+class HistoryStore;
+class BuildProgress;
 }
 
 struct PoolOptions {
@@ -62,9 +64,16 @@ struct PoolOptions {
   /// running ones' predicted peaks plus its own fit (or nothing else runs), and one
   /// killed by the OOM killer runs again once, alone.
   MemoryBudget memory_budget;
-  /// The SQLite file of commands' peaks, read at start and written as commands finish;
-  /// empty: none (every pool starts cold). Its problems are warnings, never errors.
+  /// The SQLite file of commands' peaks and durations, read at start and written as
+  /// commands finish, with or without a budget (without one, durations only); empty:
+  /// none (every pool starts cold). Its problems are warnings, never errors.
   std::string memory_history_path;
+  /// An open history shared with others (the build's progress, the pool that replaces
+  /// this one when a build changes its job count): used instead of memory_history_path.
+  std::shared_ptr<detail::HistoryStore> history;
+  /// The build's progress (the status line, issue 18): told of each command submitted,
+  /// started and finished; shared with the driver and with the next pool of the build.
+  std::shared_ptr<detail::BuildProgress> progress;
   /// The cgroup (v1 memory or v2 directory) under which the pool makes its own; empty:
   /// the driver's memory cgroup. Where none can be made, the pool says so (warn) and
   /// measures with ru_maxrss.

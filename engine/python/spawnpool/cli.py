@@ -110,12 +110,15 @@ def run_command(args):
     except OSError as e:
         sys.stderr.write('%s: %s: %s\n' % (_PROG, args.file, e.strerror))
         return 2
+    if getattr(args, 'status', None) is None:     # SPAWNPOOL_STATUS sets the default
+        args.status = os.environ.get('SPAWNPOOL_STATUS') or None
     settings = Settings.from_values(args)
     problems = []
     watch = SignalWatch()
     jobserver = _jobserver.from_environ() if settings.jobserver else None
+    # The status goes to stderr: stdout is the commands' own output.
     session = Session(settings, args.jobs, problems.append, jobserver, watch,
-                      process_name='spawnpool run')
+                      process_name='spawnpool run', status_fd=2)
     try:
         for problem in problems:
             console_message('%s: %s\n' % (_PROG, problem))
@@ -125,13 +128,14 @@ def run_command(args):
             from . import Pool          # the compiled module: ImportError when unusable
             if session.jobserver is not None or session.local_slots:
                 watch.start()   # commands may wait: the pool looks at its pipe first
-            pool = Pool(slots=args.jobs, **settings.pool_options('%s: warning: ' % _PROG),
-                        **session.pool_options())
+            pool = Pool(slots=args.jobs, **session.pool_options('%s: warning: ' % _PROG))
         except (OSError, RuntimeError, ImportError, ValueError) as e:
             sys.stderr.write('%s: cannot start the pool: %s\n' % (_PROG, e))
             return 2
         with pool:
             runner = session.start(pool)
+            if session.status is not None:
+                session.status.begin(os.getcwd(), [os.path.abspath(args.file)])
             status = _Batch(_lines(source), runner, session, args.keep_going).run(args.jobs)
     finally:
         session.finish()

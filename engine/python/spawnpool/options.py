@@ -78,8 +78,13 @@ OPTIONS = (
            'predicted peaks fit in auto (what is free, less a reserve) or SIZE (8G, 512M); '
            'an OOM-killed command runs again alone (default: off)', default='off',
            metavar='auto|SIZE|off'),
-    Option('history', 'string', "with memory admission: the file of the commands' memory "
-           'history (a directory: memory-history.sqlite in it)', metavar='PATH'),
+    Option('status', 'choice', 'a progress line with the ETA: auto (line on a terminal, '
+           'else off), line (the bottom line of the terminal), plain (a line every 10 s or '
+           'tenth of the build, for logs), off (default: auto)', choices=('auto', 'line', 'plain', 'off'),
+           metavar='auto|line|plain|off'),
+    Option('history', 'string', "the file of the commands' history (peaks and durations; "
+           'a directory: memory-history.sqlite in it), kept with memory admission or a status '
+           'line; off: none', metavar='PATH|off'),
     Option('same-cpu-handoff', 'choice', "wake each spawner on the submitting thread's CPU "
            'and start the command there (default: yes; docs/architecture.md, "The CPU '
            'hint")', default='yes', choices=('yes', 'no'), metavar='yes|no',
@@ -97,6 +102,7 @@ class Settings:
         self.flag_prefix = flag_prefix
         self.base_dir = base_dir or os.getcwd()
         self.default_history = default_history
+        self.status_fd = 1          # where the status line would go (the front end's)
         for option in OPTIONS:
             setattr(self, option.field, option.value(values.pop(option.field, None)))
         if values:
@@ -121,11 +127,26 @@ class Settings:
     def memory_on(self):
         return (self.memory or 'off').strip().lower() != 'off'
 
+    @property
+    def history_off(self):
+        return (self.history or '').strip().lower() == 'off'
+
+    def status_mode(self, fd=1, environ=None):
+        """'line', 'plain' or None: the status line this build gets on `fd` (status.py)."""
+        from .status import status_mode
+        return status_mode(self.status, fd, environ)
+
+    @property
+    def wants_history(self):
+        """Whether anything reads the history: memory admission (peaks), the status line
+        (durations; its mode on stdout)."""
+        return self.memory_on or self.status_mode(self.status_fd) is not None
+
     def history_path(self):
-        """The memory history file: the named one or the default, relative to base_dir
-        (a directory: HISTORY_FILE in it); None without memory admission or history."""
+        """The history file: the named one or the default, relative to base_dir (a
+        directory: HISTORY_FILE in it); None when nothing reads it, or it is off."""
         history = self.history or self.default_history
-        if not self.memory_on or not history:
+        if not self.wants_history or not history or self.history_off:
             return None
         path = os.path.join(self.base_dir, os.path.expanduser(history))
         if os.path.isdir(path) or history.endswith(os.sep):
@@ -146,6 +167,10 @@ class Settings:
         if history is not None:
             options['history'] = history
         return options
+
+    def history_warning_prefix(self, warning_prefix='spawnpool: warning: '):
+        """What starts the history's warnings (one that cannot be written, say)."""
+        return '%s%s: ' % (warning_prefix, self.flag('history'))
 
 
 def add_to_argparse(parser):

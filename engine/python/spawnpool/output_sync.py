@@ -16,7 +16,8 @@ Nothing tty-like is faked (no pty, no variables exported): escape codes that a c
 writes anyway (``-fdiagnostics-color=always``) are passed through byte for byte.
 
 Thread-safe: `emit()` and console_message() hold one lock per process while writing,
-so blocks and messages never interleave with one another.
+so blocks and messages never interleave with one another.  While a status line prints
+(status.py), both write through its printer, which clears and redraws the line.
 """
 
 import os
@@ -26,11 +27,29 @@ import threading
 
 from .command import CAPTURE, CAPTURE_MERGED, PASSTHROUGH, Command
 
-__all__ = ['OutputSync', 'SyncOutput', 'console_message', 'same_open_file', 'write_all']
+__all__ = ['OutputSync', 'SyncOutput', 'console_message', 'same_open_file', 'write_all',
+           'set_console_printer']
 
 # One lock for the whole process: two OutputSync objects (a resized pool) still share the
 # console.
 _console_lock = threading.Lock()
+# The status line's printer (status.py) while it owns the console, else None.
+_printer = None
+
+
+def set_console_printer(printer):
+    """Send the console's writes through `printer` (None: straight to the fds again)."""
+    global _printer
+    with _console_lock:
+        _printer = printer
+
+
+def _write(fd, data):
+    printer = _printer
+    if printer is not None:
+        printer.write(fd, data)
+    else:
+        write_all(fd, data)
 
 
 def same_open_file(fd_a, fd_b):
@@ -60,7 +79,7 @@ def console_message(text, fd=2):
         _flush(sys.stdout)
         _flush(sys.stderr)
         try:
-            write_all(fd, text.encode(errors='surrogateescape'))
+            _write(fd, text.encode(errors='surrogateescape'))
         except BrokenPipeError:
             pass
 
@@ -87,9 +106,9 @@ class OutputSync:
             _flush(sys.stderr)
             try:
                 if stdout:
-                    write_all(self.stdout_fd, stdout)
+                    _write(self.stdout_fd, stdout)
                 if stderr:
-                    write_all(self.stderr_fd, stderr)
+                    _write(self.stderr_fd, stderr)
             except BrokenPipeError:
                 pass    # the reader went away; the command itself would have got EPIPE
 

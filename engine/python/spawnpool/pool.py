@@ -48,7 +48,9 @@ class Pool(_spawnpool.Pool):
         Commands then start only while their predicted peaks fit, each runs in a cgroup
         of its slot (peak of the whole command, OOM kills, kill-all), and one killed by
         the OOM killer runs again once, alone.  ValueError for a malformed value.
-    history: the SQLite file of the commands' peaks across builds (None: no history).
+    history: the SQLite file of the commands' peaks and durations across builds, or a
+        History shared with the build's progress (None: no history).
+    progress: the build's BuildProgress (status.py), told of every command.
     cgroup_parent: the cgroup directory the pool's cgroups go under (None: this
         process's memory cgroup).
     warning_prefix: what starts each line of the pool's warnings on stderr (an unusable
@@ -69,12 +71,13 @@ class Pool(_spawnpool.Pool):
     def __init__(self, slots=None, spawner=None, output_chunk_bytes=1 << 20,
                  same_cpu_handoff=True, memory_budget=None, history=None,
                  cgroup_parent=None, warning_prefix='spawnpool: warning: ',
-                 jobserver=None, local_slots=0, stop_signal_fd=None):
+                 jobserver=None, local_slots=0, stop_signal_fd=None,
+                 progress=None):
         from . import spawner_path
         super().__init__(slots or os.cpu_count() or 1, spawner or spawner_path(),
                          output_chunk_bytes, same_cpu_handoff, memory_budget, history,
                          cgroup_parent, warning_prefix, jobserver, local_slots,
-                         -1 if stop_signal_fd is None else stop_signal_fd)
+                         -1 if stop_signal_fd is None else stop_signal_fd, progress)
 
     def run(self, command=None, env=None, cwd=None, capture=False, merge_stderr=False,
             argv=None):

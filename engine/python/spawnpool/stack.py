@@ -75,18 +75,32 @@ class Session:
     """
 
     def __init__(self, settings, slots, warn, jobserver=None, watch=None,
-                 process_name='spawnpool', prefix='spawnpool', command_args=None):
+                 process_name='spawnpool', prefix='spawnpool', command_args=None,
+                 status_fd=1):
         self.settings = settings
         self._warn = warn
-        if settings.history and not settings.memory_on:
-            warn('%s: only used with %s; ignored' % (settings.flag('history'),
-                                                      settings.flag('memory')))
+        settings.status_fd = status_fd
+        if settings.history and not settings.history_off and not settings.wants_history:
+            warn('%s: only used with %s or %s; ignored' % (
+                settings.flag('history'), settings.flag('memory'), settings.flag('status')))
         self._report = os.path.join(settings.base_dir, settings.report) if settings.report \
             else None
         self._temporary_trace = None    # the trace's path when only the report wants it
         self.trace = self._open_trace(process_name, command_args)
         self.stats = Stats(slots=slots) if settings.stats else None
-        self.sync = OutputSync() if settings.output == 'sync' else None
+        self.history = self.status = None
+        status_mode = settings.status_mode(status_fd)
+        if status_mode is not None or settings.memory_on:
+            self.history = self._open_history(settings, prefix)
+        if status_mode is not None:
+            try:
+                from .status import BuildStatus
+                self.status = BuildStatus(status_mode, self.history, status_fd)
+            except ImportError:     # no compiled module: the build runs on Popen, unseen
+                self.status = None
+        # The status line needs every output line whole: commands are captured and printed
+        # through its printer (output_sync.py), as with --output=sync.
+        self.sync = OutputSync() if settings.output == 'sync' or self.status else None
         launcher = self._launcher(settings, warn)
         local = settings.local
         if local is not None and local < 1:
@@ -110,13 +124,22 @@ class Session:
         self.base = self.runner = self.checks_runner = None
         self._bottom = None         # the lowest layer (its inner is the base), or None
 
-    def pool_options(self):
-        """What the pool under this session needs for admission: make's jobserver, the
-        local slots, and the signal watch's pipe (a stop signal seen there before its
-        handler ran starts no more commands)."""
+    def pool_options(self, warning_prefix='spawnpool: warning: '):
+        """Keyword arguments for Pool(): the settings' (memory, the same-CPU hand-off), the
+        build's one history (opened once, shared by every pool of the build and its
+        progress), the progress the status line shows, and what the pool needs for
+        admission: make's jobserver, the local slots, and the signal watch's pipe (a stop
+        signal seen there before its handler ran starts no more commands)."""
+        options = self.settings.pool_options(warning_prefix)
+        options.pop('history', None)
+        if self.history is not None:
+            options['history'] = self.history
+        if self.status is not None:
+            options['progress'] = self.status.progress
         watch = self.watch
-        return dict(jobserver=self.jobserver, local_slots=self.local_slots,
-                    stop_signal_fd=watch.fd if watch is not None else None)
+        options.update(jobserver=self.jobserver, local_slots=self.local_slots,
+                       stop_signal_fd=watch.fd if watch is not None else None)
+        return options
 
     def start(self, base):
         """Stack the layers on `base`; returns the runner for build commands."""
@@ -161,8 +184,12 @@ class Session:
             cancel(signum)
 
     def finish(self):
-        """At the end: close the trace, write the report, give make back its tokens
-        (idempotent)."""
+        """At the end: the status line's summary, close the trace, write the report, give
+        make back its tokens (idempotent)."""
+        if self.status is not None:
+            self.status.finish()
+        if self.history is not None:
+            self.history.flush()    # the build's shape, recorded just now
         if self.trace is not None:
             self.trace.close()
             if self._report is not None:
@@ -217,6 +244,19 @@ class Session:
                 settings.flag('report'), tempfile.gettempdir(), e.strerror or e))
             self._report = None
             return None
+
+    @staticmethod
+    def _open_history(settings, prefix):
+        """The build's history (None: off, or the compiled module is missing). Its
+        problems (a read-only tree) are its one warning; the build goes on without it."""
+        path = settings.history_path()
+        if path is None:
+            return None
+        try:
+            from ._spawnpool import History
+        except ImportError:
+            return None
+        return History(path, settings.history_warning_prefix('%s: warning: ' % prefix))
 
     @staticmethod
     def _launcher(settings, warn):

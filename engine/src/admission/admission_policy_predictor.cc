@@ -45,12 +45,14 @@ Prediction PeakPredictor::predict(const CommandKey& key, std::uint64_t default_b
   // This build's own measurement is fresher than the history's.
   if (const auto it = exact_seen_.find(key.exact); it != exact_seen_.end())
     return {it->second, PredictionSource::kExact};
-  if (const HistoryEntry* entry = history_.find_exact(key.exact))
+  // A history entry of peak 0 has a duration only (it ran without admission).
+  if (const HistoryEntry* entry = history_.find_exact(key.exact); entry && entry->peak_bytes > 0)
     return {static_cast<std::uint64_t>(entry->peak_bytes), PredictionSource::kExact};
   if (key.fallback != 0) {
     if (const auto it = fallback_seen_.find(key.fallback); it != fallback_seen_.end())
       return {it->second, PredictionSource::kFallback};
-    if (const HistoryEntry* entry = history_.find_fallback(key.fallback))
+    if (const HistoryEntry* entry = history_.find_fallback(key.fallback);
+        entry && entry->peak_bytes > 0)
       return {static_cast<std::uint64_t>(entry->peak_bytes), PredictionSource::kFallback};
   }
   if (const auto it = by_program_.find(key.program);

@@ -7,11 +7,13 @@ namespace spawnpool::detail {
 MemoryAdmission make_memory_admission(MemoryAdmissionConfig config, std::int64_t now_ns) {
   MemoryAdmission admission;
   HistorySnapshot snapshot;
-  if (!config.history_path.empty()) {
-    admission.history = std::make_unique<HistoryStore>(config.history_path,
+  if (config.shared_history) {
+    admission.history = std::move(config.shared_history);
+  } else if (!config.history_path.empty()) {
+    admission.history = std::make_shared<HistoryStore>(config.history_path,
                                                        config.history_options, config.warn);
-    snapshot = admission.history->take_snapshot();
   }
+  if (admission.history) snapshot = *admission.history->snapshot();
   std::unique_ptr<SystemMemorySource> system;
   if (config.budget.mode == MemoryBudget::Mode::kAuto) system = std::make_unique<ProcMeminfo>();
   auto budget = std::make_unique<BudgetMeter>(config.budget, std::move(config.cgroup),

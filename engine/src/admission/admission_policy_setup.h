@@ -17,6 +17,8 @@ namespace spawnpool::detail {
 struct MemoryAdmissionConfig {
   MemoryBudget budget = MemoryBudget::automatic();  ///< kAuto or kBytes
   std::string history_path;      ///< empty: no history (cold every time, nothing written)
+  /// An open history (the pool's) used instead of history_path.
+  std::shared_ptr<HistoryStore> shared_history;
   /// The driver's cgroup's memory.pressure (memory_pressure_file()); empty or unreadable:
   /// /proc/pressure/memory.
   std::string pressure_file;
@@ -28,7 +30,7 @@ struct MemoryAdmissionConfig {
 };
 
 struct MemoryAdmission {
-  std::unique_ptr<HistoryStore> history;   ///< null without a history path
+  std::shared_ptr<HistoryStore> history;   ///< null without a history
   std::unique_ptr<MemoryAdmissionPolicy> policy;
 };
 

@@ -2,6 +2,8 @@
 
 #include <time.h>
 
+#include <algorithm>
+
 namespace spawnpool::detail {
 
 HistoryStore::HistoryStore(const std::string& path, HistoryStoreOptions options,
@@ -9,12 +11,14 @@ HistoryStore::HistoryStore(const std::string& path, HistoryStoreOptions options,
     : warn_(std::move(warn)), options_(options) {
   HistoryOpenResult opened = HistoryDatabase::open(path, options_.database);
   open_status_ = opened.status;
-  snapshot_ = std::move(opened.snapshot);
+  auto snapshot = std::make_shared<HistorySnapshot>(std::move(opened.snapshot));
+  const bool empty = snapshot->empty();
+  shared_snapshot_ = std::move(snapshot);
   switch (opened.status) {
     case HistoryStatus::kOk:
       break;
     case HistoryStatus::kReadOnly:
-      warn_once(opened.problem + (snapshot_.empty()
+      warn_once(opened.problem + (empty
                                       ? "; running without memory history"
                                       : "; using what it holds, recording nothing new"));
       break;
@@ -43,12 +47,14 @@ HistoryStore::~HistoryStore() {
 
 HistorySnapshot HistoryStore::take_snapshot() {
   std::lock_guard<std::mutex> lock(mutex_);
-  return std::move(snapshot_);
+  if (snapshot_taken_) return HistorySnapshot();
+  snapshot_taken_ = true;
+  return *shared_snapshot_;
 }
 
 void HistoryStore::record(const CommandKey& key, std::int64_t peak_bytes,
                           std::int64_t duration_ns) {
-  if (peak_bytes <= 0) return;
+  if (peak_bytes <= 0 && duration_ns <= 0) return;
   std::lock_guard<std::mutex> lock(mutex_);
   if (!writing_) return;
   if (pending_.size() >= options_.max_pending) {
@@ -57,9 +63,24 @@ void HistoryStore::record(const CommandKey& key, std::int64_t peak_bytes,
     pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(dropped));
     settled_ += dropped;
   }
-  pending_.push_back({key.exact, key.fallback, peak_bytes, duration_ns, 0});
+  pending_.push_back({key.exact, key.fallback, std::max<std::int64_t>(peak_bytes, 0),
+                      std::max<std::int64_t>(duration_ns, 0), 0});
   ++recorded_;
   if (pending_.size() == 1 || pending_.size() == options_.flush_batch) wake_writer_.notify_one();
+}
+
+void HistoryStore::record_build(std::uint64_t targets_key, BuildShape shape) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!writing_) return;
+  for (BuildRecord& pending : pending_builds_) {
+    if (pending.targets_key == targets_key) {
+      pending.shape = std::move(shape);
+      return;
+    }
+  }
+  pending_builds_.push_back({targets_key, std::move(shape), 0});
+  ++recorded_;
+  wake_writer_.notify_one();
 }
 
 bool HistoryStore::flush() {
@@ -98,34 +119,45 @@ void HistoryStore::writer_loop() {
   if (checked != HistoryStatus::kOk && checked != HistoryStatus::kBusy)
     return give_up(lock, problem + "; recording no memory history");
   std::vector<HistoryRecord> batch;
+  std::vector<BuildRecord> builds;
   for (;;) {
-    wake_writer_.wait(lock, [&] { return stop_ || flush_requested_ || !pending_.empty(); });
+    wake_writer_.wait(lock, [&] {
+      return stop_ || flush_requested_ || !pending_.empty() || !pending_builds_.empty();
+    });
     wake_writer_.wait_for(lock, options_.flush_interval, [&] {
       return stop_ || flush_requested_ || pending_.size() >= options_.flush_batch;
     });
     const bool stopping = stop_;
     flush_requested_ = false;
     batch.swap(pending_);
+    builds.swap(pending_builds_);
     lock.unlock();
 
     HistoryStatus status = HistoryStatus::kOk;
-    if (!batch.empty()) {
+    if (!batch.empty() || !builds.empty()) {
       timespec now{};
       clock_gettime(CLOCK_REALTIME, &now);  // wall time: shared by processes and builds
       const std::int64_t now_ms = std::int64_t(now.tv_sec) * 1000 + now.tv_nsec / 1000000;
       for (HistoryRecord& record : batch) record.used_at_ms = now_ms;
-      status = database_->write(batch, problem);
+      for (BuildRecord& build : builds) build.used_at_ms = now_ms;
+      status = database_->write(batch, builds, problem);
     }
 
     lock.lock();
     if (status == HistoryStatus::kOk) {
-      settled_ += batch.size();
+      settled_ += batch.size() + builds.size();
       batch.clear();
+      builds.clear();
     } else if (status == HistoryStatus::kBusy && !stopping) {
       batch.insert(batch.end(), pending_.begin(), pending_.end());  // oldest first again
       pending_.swap(batch);
       batch.clear();
+      for (BuildRecord& build : pending_builds_) builds.push_back(std::move(build));
+      pending_builds_.swap(builds);  // (a newer shape of the same targets: both, in order)
+      builds.clear();
     } else {
+      settled_ += builds.size();
+      builds.clear();
       pending_.insert(pending_.begin(), batch.begin(), batch.end());
       return give_up(lock, problem + "; " + std::to_string(pending_.size()) +
                                " measurements not saved, recording no more memory history");
@@ -143,8 +175,9 @@ void HistoryStore::writer_loop() {
 // On the writer thread, with `lock` held: drops what is pending, stops recording, and
 // warns (outside the lock).
 void HistoryStore::give_up(std::unique_lock<std::mutex>& lock, const std::string& warning) {
-  settled_ += pending_.size();
+  settled_ += pending_.size() + pending_builds_.size();
   pending_.clear();
+  pending_builds_.clear();
   writing_ = false;
   ++rounds_;
   round_done_.notify_all();

@@ -1,7 +1,9 @@
-// The memory history of one pool: the store is read once when the pool starts (into a
-// HistorySnapshot), then each finished command's peak is taken in O(1) without I/O and
-// written in batches by a writer thread of the store's own. record(), flush() and
-// take_snapshot() are thread-safe; the warning callback runs on the opening thread or
+// The command history of a build (peaks and durations, the build's shape): the store is
+// read once when it opens (into a HistorySnapshot), then each finished command's peak
+// and duration are taken in O(1) without I/O and written in batches by a writer thread
+// of the store's own. A pool opens one from a path, or is given one shared with others
+// (the build's progress, the next pool of a resized build). record(), record_build(),
+// flush(), snapshot() and take_snapshot() are thread-safe; the warning callback runs on the opening thread or
 // on the writer thread, never under the store's lock.
 #pragma once
 
@@ -50,13 +52,20 @@ class HistoryStore {
   HistoryStore(const HistoryStore&) = delete;
   HistoryStore& operator=(const HistoryStore&) = delete;
 
-  /// What the store held at open; moved out (a second call returns an empty snapshot).
+  /// What the store held at open, for a reader that keeps its own copy (the admission
+  /// policy); a second call returns an empty snapshot.
   HistorySnapshot take_snapshot();
+  /// What the store held at open, shared and read-only (never null).
+  std::shared_ptr<const HistorySnapshot> snapshot() const { return shared_snapshot_; }
 
   /// Takes one finished command's measurement; written later by the writer thread. A
-  /// peak of 0 or less (unknown) is ignored, and so is everything once the store has
-  /// given up. Costs a lock and a vector append.
+  /// peak of 0 or less is not measured (the duration alone is learned); a record with
+  /// neither is ignored, and so is everything once the store has given up. Costs a lock
+  /// and a vector append.
   void record(const CommandKey& key, std::int64_t peak_bytes, std::int64_t duration_ns);
+  /// Takes the shape of the build of the targets `targets_key` names (replacing the one
+  /// before); written with the next batch.
+  void record_build(std::uint64_t targets_key, BuildShape shape);
 
   /// Has everything recorded before the call written now, waiting for the writer (at
   /// most two rounds, so a locked store does not block the caller for long). Returns
@@ -82,8 +91,10 @@ class HistoryStore {
   mutable std::mutex mutex_;
   std::condition_variable wake_writer_;
   std::condition_variable round_done_;
-  HistorySnapshot snapshot_;             // guarded by mutex_
+  std::shared_ptr<const HistorySnapshot> shared_snapshot_;  // set at open, then read-only
+  bool snapshot_taken_ = false;          // guarded by mutex_
   std::vector<HistoryRecord> pending_;   // guarded by mutex_
+  std::vector<BuildRecord> pending_builds_;  // guarded by mutex_
   std::uint64_t recorded_ = 0;           // records accepted; guarded by mutex_
   std::uint64_t settled_ = 0;            // records written or dropped; guarded by mutex_
   std::uint64_t rounds_ = 0;             // writer rounds finished; guarded by mutex_

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <system_error>
 
@@ -20,14 +21,35 @@ constexpr const char* kCreateSchema =
     "  last_used INTEGER NOT NULL);"    // Unix milliseconds of the last run
     "CREATE INDEX commands_by_last_used ON commands(last_used);";
 
-// The larger of the new peak and 3/4 of the old: see HistoryDatabase::write.
+// Schema 2 (durations for the status line's ETA, issue 18): a build's shape, and peaks
+// may be 0 (a command that ran without memory admission: its duration only).
+constexpr const char* kCreateBuilds =
+    "CREATE TABLE builds ("
+    "  targets_key INTEGER PRIMARY KEY,"  // hash of the build's targets (the embedder's)
+    "  exact_keys BLOB NOT NULL,"         // the commands' exact keys, 8 bytes each
+    "  units INTEGER NOT NULL,"           // what the driver built with them (0: unknown)
+    "  last_used INTEGER NOT NULL);";
+
+// Builds kept; beyond it the least recently used go (one per set of targets).
+constexpr int kMaxBuilds = 64;
+
+constexpr const char* kUpsertBuild =
+    "INSERT INTO builds (targets_key, exact_keys, units, last_used) VALUES (?1, ?2, ?3, ?4)"
+    " ON CONFLICT (targets_key) DO UPDATE SET"
+    "  exact_keys = excluded.exact_keys, units = excluded.units, last_used = excluded.last_used";
+
+// The larger of the new peak and 3/4 of the old, the duration 3/4 new and 1/4 old: see
+// HistoryDatabase::write. A run that measured nothing (0) leaves the old value alone.
 constexpr const char* kUpsert =
     "INSERT INTO commands (exact_key, fallback_key, peak_bytes, duration_ns, runs, last_used)"
     " VALUES (?1, ?2, ?3, ?4, 1, ?5)"
     " ON CONFLICT (exact_key) DO UPDATE SET"
     "  fallback_key = excluded.fallback_key,"
-    "  peak_bytes = max(excluded.peak_bytes, peak_bytes * 3 / 4),"
-    "  duration_ns = excluded.duration_ns,"
+    "  peak_bytes = CASE WHEN excluded.peak_bytes > 0"
+    "    THEN max(excluded.peak_bytes, peak_bytes * 3 / 4) ELSE peak_bytes END,"
+    "  duration_ns = CASE WHEN excluded.duration_ns <= 0 THEN duration_ns"
+    "    WHEN duration_ns <= 0 THEN excluded.duration_ns"
+    "    ELSE (3 * excluded.duration_ns + duration_ns) / 4 END,"
     "  runs = runs + 1,"
     "  last_used = max(last_used, excluded.last_used)";
 
@@ -109,10 +131,17 @@ HistoryStatus check_schema(sqlite3* db, const std::string& path, bool& fresh,
     problem = "memory history " + path +
               " has no schema version (damaged? remove it to start a new history)";
   } else {
-    // Older schemas will be migrated here when there are any.
-    return HistoryStatus::kOk;
+    return HistoryStatus::kOk;  // older schemas are migrated by migrate_schema()
   }
   return HistoryStatus::kUnusable;
+}
+
+// Whether the file holds a schema older than ours (it is read as it is; writing needs
+// the migration).
+bool older_schema(sqlite3* db) {
+  std::int64_t version = 0;
+  return query_int(db, "PRAGMA user_version", version) == SQLITE_OK && version > 0 &&
+         version < HistoryDatabase::kSchemaVersion;
 }
 
 // Creates the schema unless another process did it first (checked again under the lock).
@@ -125,7 +154,8 @@ HistoryStatus create_schema(sqlite3* db, const std::string& path, std::string& p
   bool fresh = false;
   HistoryStatus status = check_schema(db, path, fresh, problem);
   if (status == HistoryStatus::kOk && fresh) {
-    const std::string create = std::string(kCreateSchema) + "PRAGMA application_id = " +
+    const std::string create = std::string(kCreateSchema) + kCreateBuilds +
+                               "PRAGMA application_id = " +
                                std::to_string(HistoryDatabase::kApplicationId) +
                                "; PRAGMA user_version = " +
                                std::to_string(HistoryDatabase::kSchemaVersion) + ";";
@@ -144,6 +174,45 @@ HistoryStatus create_schema(sqlite3* db, const std::string& path, std::string& p
   return status;
 }
 
+// Schema 1 to 2: the builds table (peaks of 0 need no change: the column was NOT NULL
+// and stays so). Under the write lock, checked again there: another process may have
+// migrated first.
+HistoryStatus migrate_schema(sqlite3* db, const std::string& path, std::string& problem) {
+  int code = exec(db, "BEGIN IMMEDIATE");
+  if (code == SQLITE_OK && older_schema(db)) {
+    const std::string migrate = std::string(kCreateBuilds) + "PRAGMA user_version = " +
+                                std::to_string(HistoryDatabase::kSchemaVersion) + ";";
+    code = exec(db, migrate.c_str());
+  }
+  if (code == SQLITE_OK) code = exec(db, "COMMIT");
+  if (code == SQLITE_OK) return HistoryStatus::kOk;
+  problem = describe(path, "updating the schema", db, code);
+  if (!sqlite3_get_autocommit(db)) exec(db, "ROLLBACK");
+  return status_of(code);
+}
+
+// The builds' shapes (a schema 1 file has none).
+HistoryStatus load_builds(sqlite3* db, const std::string& path, HistorySnapshot& snapshot,
+                          std::string& problem) {
+  if (older_schema(db)) return HistoryStatus::kOk;
+  Statement rows(db, "SELECT targets_key, exact_keys, units FROM builds");
+  while (rows.step()) {
+    const auto* data = static_cast<const unsigned char*>(sqlite3_column_blob(rows.get(), 1));
+    const int bytes = sqlite3_column_bytes(rows.get(), 1);
+    BuildShape shape;
+    shape.exact_keys.resize(static_cast<std::size_t>(bytes) / 8);
+    if (data && !shape.exact_keys.empty())
+      std::memcpy(shape.exact_keys.data(), data, shape.exact_keys.size() * 8);
+    shape.units = static_cast<std::uint64_t>(std::max<sqlite3_int64>(sqlite3_column_int64(rows.get(), 2), 0));
+    snapshot.add_build(static_cast<std::uint64_t>(sqlite3_column_int64(rows.get(), 0)),
+                       std::move(shape));
+  }
+  if (rows.code() == SQLITE_DONE) return HistoryStatus::kOk;
+  problem = describe(path, "reading the builds", db, rows.code());
+  return status_of(rows.code()) == HistoryStatus::kBusy ? HistoryStatus::kBusy
+                                                         : HistoryStatus::kUnusable;
+}
+
 // Every row. A damaged table shows here; the rest of the file (index, free list) is
 // checked by HistoryDatabase::check() off the pool's start path.
 HistoryStatus load(sqlite3* db, const std::string& path, HistorySnapshot& snapshot,
@@ -156,7 +225,8 @@ HistoryStatus load(sqlite3* db, const std::string& path, HistorySnapshot& snapsh
     HistoryEntry entry;
     entry.peak_bytes = sqlite3_column_int64(rows.get(), 2);
     entry.duration_ns = sqlite3_column_int64(rows.get(), 3);
-    if (entry.peak_bytes <= 0) continue;
+    if (entry.peak_bytes <= 0 && entry.duration_ns <= 0) continue;
+    entry.peak_bytes = std::max<std::int64_t>(entry.peak_bytes, 0);
     snapshot.add(static_cast<std::uint64_t>(sqlite3_column_int64(rows.get(), 0)),
                  static_cast<std::uint64_t>(sqlite3_column_int64(rows.get(), 1)), entry,
                  sqlite3_column_int64(rows.get(), 4));
@@ -167,7 +237,7 @@ HistoryStatus load(sqlite3* db, const std::string& path, HistorySnapshot& snapsh
     return status_of(rows.code()) == HistoryStatus::kBusy ? HistoryStatus::kBusy
                                                            : HistoryStatus::kUnusable;
   }
-  return HistoryStatus::kOk;
+  return load_builds(db, path, snapshot, problem);
 }
 
 // WAL: readers never wait for the writer, and several processes of one build can each
@@ -276,7 +346,8 @@ HistoryOpenResult HistoryDatabase::open(const std::string& path,
     if (!switch_to_wal(db, path, status, problem)) {
       // status and problem say why
     } else if ((status = check_schema(db, path, fresh, problem)) == HistoryStatus::kOk &&
-               (!fresh || (status = create_schema(db, path, problem)) == HistoryStatus::kOk)) {
+               (!fresh || (status = create_schema(db, path, problem)) == HistoryStatus::kOk) &&
+               (!older_schema(db) || (status = migrate_schema(db, path, problem)) == HistoryStatus::kOk)) {
       status = load(db, path, result.snapshot, problem);
     }
   }
@@ -301,6 +372,7 @@ HistoryDatabase::HistoryDatabase(sqlite3* db, std::string path,
 
 HistoryDatabase::~HistoryDatabase() {
   sqlite3_finalize(upsert_);
+  sqlite3_finalize(upsert_build_);
   sqlite3_close_v2(db_);  // the last connection checkpoints the WAL and removes it
 }
 
@@ -324,7 +396,13 @@ HistoryStatus HistoryDatabase::fail(int code, const char* doing, std::string& pr
 
 HistoryStatus HistoryDatabase::write(const std::vector<HistoryRecord>& batch,
                                      std::string& problem) {
-  if (batch.empty()) return HistoryStatus::kOk;
+  return write(batch, {}, problem);
+}
+
+HistoryStatus HistoryDatabase::write(const std::vector<HistoryRecord>& batch,
+                                     const std::vector<BuildRecord>& builds,
+                                     std::string& problem) {
+  if (batch.empty() && builds.empty()) return HistoryStatus::kOk;
   int code = upsert_ ? SQLITE_OK : sqlite3_prepare_v3(db_, kUpsert, -1, SQLITE_PREPARE_PERSISTENT, &upsert_, nullptr);
   if (code != SQLITE_OK) return fail(code, "preparing a write", problem);
   if ((code = exec(db_, "BEGIN IMMEDIATE")) != SQLITE_OK) return fail(code, "writing", problem);
@@ -340,6 +418,23 @@ HistoryStatus HistoryDatabase::write(const std::vector<HistoryRecord>& batch,
     code = sqlite3_step(upsert_);
     sqlite3_reset(upsert_);
     if (code != SQLITE_DONE) return fail(code, "writing", problem);
+  }
+  if (!builds.empty() && !upsert_build_ &&
+      (code = sqlite3_prepare_v3(db_, kUpsertBuild, -1, SQLITE_PREPARE_PERSISTENT,
+                                 &upsert_build_, nullptr)) != SQLITE_OK)
+    return fail(code, "preparing a write", problem);
+  for (const BuildRecord& build : builds) {
+    sqlite3_bind_int64(upsert_build_, 1, static_cast<sqlite3_int64>(build.targets_key));
+    // An empty build is an empty blob, not NULL (SQLite binds a null pointer as NULL).
+    static const std::uint64_t kNothing = 0;
+    const auto& keys = build.shape.exact_keys;
+    sqlite3_bind_blob64(upsert_build_, 2, keys.empty() ? &kNothing : keys.data(),
+                        keys.size() * 8, SQLITE_STATIC);
+    sqlite3_bind_int64(upsert_build_, 3, static_cast<sqlite3_int64>(build.shape.units));
+    sqlite3_bind_int64(upsert_build_, 4, build.used_at_ms);
+    code = sqlite3_step(upsert_build_);
+    sqlite3_reset(upsert_build_);
+    if (code != SQLITE_DONE) return fail(code, "writing a build", problem);
   }
   HistoryStatus status = HistoryStatus::kOk;
   if (!prune(problem, status)) return status;
@@ -359,6 +454,13 @@ bool HistoryDatabase::prune(std::string& problem, HistoryStatus& status) {
       drop.step();
     }
     code = drop.code() == SQLITE_DONE ? SQLITE_OK : drop.code();
+  }
+  if (code == SQLITE_OK) {
+    const std::string drop_builds =
+        "DELETE FROM builds WHERE targets_key NOT IN"
+        " (SELECT targets_key FROM builds ORDER BY last_used DESC LIMIT " +
+        std::to_string(kMaxBuilds) + ")";
+    code = exec(db_, drop_builds.c_str());
   }
   if (code == SQLITE_OK) return true;
   status = fail(code, "pruning", problem);

@@ -1,6 +1,7 @@
-// The SQLite side of the memory history: opening (WAL, schema version), reading every
-// row into a HistorySnapshot, and writing a batch of records in one transaction, pruned
-// to a row bound. One object is one connection: not thread-safe, used by one thread at a
+// The SQLite side of the command history (peaks and durations, and the builds' shapes):
+// opening (WAL, schema version, migrating an older schema), reading every row into a
+// HistorySnapshot, and writing a batch of records in one transaction, pruned to a row
+// bound. One object is one connection: not thread-safe, used by one thread at a
 // time (HistoryStore opens it on the pool's thread and then hands it to its writer).
 #pragma once
 
@@ -24,6 +25,13 @@ struct HistoryRecord {
   std::int64_t peak_bytes = 0;     ///< > 0
   std::int64_t duration_ns = 0;
   std::int64_t used_at_ms = 0;     ///< Unix time in milliseconds; rows are pruned oldest first
+};
+
+/// One build's shape, as it is written (one row per set of targets: the last build).
+struct BuildRecord {
+  std::uint64_t targets_key = 0;
+  BuildShape shape;
+  std::int64_t used_at_ms = 0;
 };
 
 /// How opening or writing ended.
@@ -56,7 +64,9 @@ class HistoryDatabase {
  public:
   /// The schema this code reads and writes, kept in `PRAGMA user_version`; the file is
   /// marked as ours by `PRAGMA application_id` (kApplicationId).
-  static constexpr int kSchemaVersion = 1;
+  /// 2: durations of commands without a peak, and the builds table (issue 18); a
+  /// schema 1 file is migrated when opened for writing.
+  static constexpr int kSchemaVersion = 2;
   static constexpr std::int32_t kApplicationId = 0x53504d48;  // "SPMH"
 
   /// Opens the store at `path` (creating it and missing parent directories), switches it
@@ -78,7 +88,12 @@ class HistoryDatabase {
   /// start rather than as a failed commit), then prunes to max_rows. A command recorded
   /// again keeps the larger of its new peak and 3/4 of its old one: a one-off spike fades
   /// over a few builds, a growing command is followed at once. On kBusy nothing was
-  /// written and the same batch may be retried.
+  /// written and the same batch may be retried. The duration learned is 3/4 the new run's
+  /// and 1/4 the old value (noise is damped, a change is followed within a build or two);
+  /// a record's 0 (not measured) leaves the stored peak or duration alone. `builds`
+  /// replace the shapes of their targets; 64 sets of targets are kept.
+  HistoryStatus write(const std::vector<HistoryRecord>& batch,
+                      const std::vector<BuildRecord>& builds, std::string& problem);
   HistoryStatus write(const std::vector<HistoryRecord>& batch, std::string& problem);
 
   const std::string& path() const { return path_; }
@@ -91,7 +106,8 @@ class HistoryDatabase {
   sqlite3* db_;
   std::string path_;
   HistoryDatabaseOptions options_;
-  sqlite3_stmt* upsert_ = nullptr;  // prepared on first write
+  sqlite3_stmt* upsert_ = nullptr;        // prepared on first write
+  sqlite3_stmt* upsert_build_ = nullptr;  // prepared on first build written
 };
 
 }  // namespace spawnpool::detail

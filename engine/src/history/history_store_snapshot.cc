@@ -26,4 +26,13 @@ const HistoryEntry* HistorySnapshot::find_fallback(std::uint64_t fallback_key) c
   return it == fallback_.end() ? nullptr : &it->second.entry;
 }
 
+void HistorySnapshot::add_build(std::uint64_t targets_key, BuildShape shape) {
+  builds_[targets_key] = std::move(shape);
+}
+
+const BuildShape* HistorySnapshot::find_build(std::uint64_t targets_key) const {
+  const auto it = builds_.find(targets_key);
+  return it == builds_.end() ? nullptr : &it->second;
+}
+
 }  // namespace spawnpool::detail

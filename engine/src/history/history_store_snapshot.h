@@ -1,18 +1,28 @@
 // What the history held when the pool started: peak memory and duration per command,
-// in hash maps, so that a prediction costs one lookup and no SQLite call. Built once (by
+// in hash maps, so that a prediction costs one lookup and no SQLite call, and the shape
+// of the last builds (which commands the last build of some targets ran). Built once (by
 // HistoryStore), then read-only: safe to read from any thread once built.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <unordered_map>
+#include <vector>
 
 namespace spawnpool::detail {
 
 /// One command's record: what it took the last times it ran.
 struct HistoryEntry {
-  std::int64_t peak_bytes = 0;   ///< the decayed maximum of its measured peaks (> 0)
-  std::int64_t duration_ns = 0;  ///< wall time of its last run
+  std::int64_t peak_bytes = 0;   ///< the decayed maximum of its measured peaks; 0: never measured
+  std::int64_t duration_ns = 0;  ///< its wall time, decayed (the last run weighs 3/4); 0: unknown
+};
+
+/// What the last build of some targets ran (HistoryStore::record_build): the commands'
+/// exact keys, in the order they started, one per command run (a key twice if it ran twice).
+struct BuildShape {
+  std::vector<std::uint64_t> exact_keys;
+  /// What the driver built with them, in its own units (SCons: builder calls); 0: unknown.
+  std::uint64_t units = 0;
 };
 
 class HistorySnapshot {
@@ -31,6 +41,11 @@ class HistorySnapshot {
   /// The record of the most recently used command with this fallback key, or nullptr.
   const HistoryEntry* find_fallback(std::uint64_t fallback_key) const;
 
+  /// Adds the shape of the last build of the targets named by `targets_key`.
+  void add_build(std::uint64_t targets_key, BuildShape shape);
+  /// The last build of these targets, or nullptr.
+  const BuildShape* find_build(std::uint64_t targets_key) const;
+
   std::size_t size() const { return exact_.size(); }
   bool empty() const { return exact_.empty(); }
 
@@ -41,6 +56,7 @@ class HistorySnapshot {
   };
   std::unordered_map<std::uint64_t, HistoryEntry> exact_;
   std::unordered_map<std::uint64_t, Recent> fallback_;
+  std::unordered_map<std::uint64_t, BuildShape> builds_;
 };
 
 }  // namespace spawnpool::detail

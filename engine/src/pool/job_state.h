@@ -27,6 +27,7 @@ struct JobState {
   /// PoolCore's count of cancel_all() calls when it was submitted: one since then (an
   /// interrupted build) means an OOM-killed run is not run again.
   std::uint64_t cancel_alls_at_submit = 0;
+  std::uint64_t progress_id = 0;     ///< its id in PoolOptions::progress; 0: none
   std::string program;               ///< argv[0], for messages
   std::string cwd;                   ///< the working directory as sent, for messages
   Result result;                     ///< the outcome, when it never reached a spawner

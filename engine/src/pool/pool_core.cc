@@ -79,9 +79,18 @@ std::vector<std::unique_ptr<SlotChannel>> channels_for(const Segment& segment) {
   return channels;
 }
 
-std::unique_ptr<PoolMemory> memory_for(const PoolOptions& options) {
+std::shared_ptr<HistoryStore> history_for(const PoolOptions& options) {
+  if (options.history) return options.history;
+  if (options.memory_history_path.empty()) return nullptr;
+  return std::make_shared<HistoryStore>(options.memory_history_path, HistoryStoreOptions{},
+                                        options.warn);
+}
+
+std::unique_ptr<PoolMemory> memory_for(const PoolOptions& options,
+                                       const std::shared_ptr<HistoryStore>& history) {
   if (!options.memory_budget.enabled()) return nullptr;
-  return std::make_unique<PoolMemory>(options, static_cast<std::uint32_t>(options.slots));
+  return std::make_unique<PoolMemory>(options, static_cast<std::uint32_t>(options.slots),
+                                      history);
 }
 
 std::vector<std::string> spawner_arguments(const PoolMemory* memory, std::size_t slots) {
@@ -115,13 +124,16 @@ PoolCore::PoolCore(const PoolOptions& options)
       arg_max_(exec_arg_max()),
       segment_(static_cast<std::uint32_t>(options.slots), arg_max_ + kRequestSlack,
                options.output_chunk_bytes),
-      memory_(memory_for(options)),
+      history_(history_for(options)),
+      memory_(memory_for(options, history_)),
+      progress_(options.progress),
       channels_(channels_for(segment_)),
       supervisor_(options.spawner_path, options.start_timeout, segment_, channels_,
                   spawner_arguments(memory_.get(), options.slots),
                   memory_ ? memory_->cgroups() : nullptr),
       scheduler_(options.slots, policy_for(memory_.get()), 0, grants_for(options)),
       same_cpu_handoff_(options.same_cpu_handoff) {
+  if (progress_) progress_->set_slots(options.slots, memory_ != nullptr);
   supervisor_.start();
 }
 
@@ -135,16 +147,25 @@ std::unique_ptr<JobState> PoolCore::submit(PreparedCommand& prepared, bool block
   job->output = command.output;
   job->cwd = command.cwd;
   job->scheduling.local = prepared.local;
-  if (scheduler_.wants_keys()) job->scheduling.key = prepared.key = make_command_key(prepared);
+  if (scheduler_.wants_keys() || history_ || progress_)
+    job->scheduling.key = prepared.key = make_command_key(prepared);
+  // The progress sees a blocking submit queued; a try_submit only once it starts.
+  if (progress_ && blocking) job->progress_id = progress_->submitted(prepared.key, prepared.line);
   const Scheduler::Dispatch dispatch =
       blocking ? scheduler_.acquire(job->scheduling) : scheduler_.try_acquire(job->scheduling);
+  if (progress_ && dispatch.slot >= 0) {
+    if (!blocking) job->progress_id = progress_->submitted(prepared.key, prepared.line);
+    progress_->started(job->progress_id, job->scheduling.dispatched_ns);
+  }
   if (dispatch.closed) {
     job->result = failure(FailureStage::kPoolClosed, ESHUTDOWN, "the pool is closed");
+    if (progress_) progress_finished(*job, job->result);
     return job;
   }
   if (dispatch.interrupted) {
     job->result = interrupted_by(dispatch.interrupted);
     add_wait_fields(job->scheduling, job->result);
+    if (progress_) progress_finished(*job, job->result);
     return job;
   }
   if (dispatch.slot < 0) return nullptr;
@@ -200,7 +221,15 @@ bool PoolCore::stopped_before_start(JobState& job) {
 void PoolCore::finish_unsent(JobState& job, Result result) {
   scheduler_.release(job.slot, job.scheduling, result);
   job.slot = -1;
+  if (progress_) progress_finished(job, result);
   job.result = std::move(result);
+}
+
+void PoolCore::progress_finished(JobState& job, const Result& r) {
+  if (job.progress_id == 0) return;
+  progress_->finished(job.progress_id, !r.started() || r.returncode != 0,
+                      r.started() ? r.exited_ns - r.started_ns : 0);
+  job.progress_id = 0;
 }
 
 Result PoolCore::wait(JobState& job, const WaitTick& tick, std::chrono::milliseconds tick_period) {
@@ -214,10 +243,13 @@ Result PoolCore::wait(JobState& job, const WaitTick& tick, std::chrono::millisec
   if (job.slot >= 0) scheduler_.release(job.slot, job.scheduling, r);
   job.slot = -1;
   add_wait_fields(job.scheduling, r);
-  if (memory_) {
-    memory_->record(job.scheduling, r);
-    add_memory_fields(job, r);
-  }
+  // The peak only where admission measured it for itself (the cgroup, or with no
+  // cgroup ru_maxrss, as admission would); without a budget the duration alone.
+  if (history_ && r.started())
+    history_->record(job.scheduling.key, memory_ ? r.peak_memory_bytes : 0,
+                     r.exited_ns - r.started_ns);
+  if (memory_) add_memory_fields(job, r);
+  if (progress_) progress_finished(job, r);
   return r;
 }
 
@@ -376,6 +408,7 @@ void PoolCore::close() {
   scheduler_.close();
   supervisor_.close();
   if (memory_) memory_->close();
+  if (history_) history_->flush();
 }
 
 }  // namespace spawnpool::detail

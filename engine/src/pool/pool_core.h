@@ -1,8 +1,8 @@
 // The driver side of the pool behind spawnpool::Pool, composed of three parts: the
 // Scheduler (which job gets which free slot, under a SchedulingPolicy), the
 // SpawnerSupervisor (the spawners' lifetime) and one passive SlotChannel per slot (the
-// protocol exchange), plus, with a memory budget, PoolMemory (cgroups, history, the
-// admission policy). PoolCore only sequences them for a job: schedule, make sure of the
+// protocol exchange), the history (peaks and durations) when there is one, plus, with a
+// memory budget, PoolMemory (cgroups, the admission policy). PoolCore only sequences them for a job: schedule, make sure of the
 // spawner, send, collect, (once, after an OOM kill: run again alone), release.
 // Thread-safe (each part is); no lock of its own.
 #pragma once
@@ -16,6 +16,7 @@
 #include "engine/src/command/prepared_command.h"
 #include "engine/src/pool/pool_memory.h"
 #include "engine/src/pool/job_state.h"
+#include "engine/src/progress/build_progress.h"
 #include "engine/src/scheduler/scheduler.h"
 #include "engine/src/spawners/segment.h"
 #include "engine/src/spawners/slot_channel.h"
@@ -60,11 +61,14 @@ class PoolCore {
   static void add_wait_fields(const JobInfo& info, Result& r);
   bool stopped_before_start(JobState& job);
   void check_cpu_give_backs(int slot, const SlotChannel::Reply& reply);
+  void progress_finished(JobState& job, const Result& r);
 
   const PoolOptions options_;
   const std::uint64_t arg_max_;  // what execve() accepts in all (RLIMIT_STACK / 4)
   Segment segment_;
+  std::shared_ptr<HistoryStore> history_;  // null without a history
   std::unique_ptr<PoolMemory> memory_;  // null without a memory budget
+  std::shared_ptr<BuildProgress> progress_;  // null: nobody follows the build
   std::vector<std::unique_ptr<SlotChannel>> channels_;  // one per slot
   SpawnerSupervisor supervisor_;
   Scheduler scheduler_;

@@ -66,7 +66,9 @@ std::string mib(std::int64_t bytes) { return std::to_string((bytes + kMiB / 2) /
 
 }  // namespace
 
-PoolMemory::PoolMemory(const PoolOptions& options, std::uint32_t slots) : warn_(options.warn) {
+PoolMemory::PoolMemory(const PoolOptions& options, std::uint32_t slots,
+                       std::shared_ptr<HistoryStore> history)
+    : warn_(options.warn) {
   CgroupTreeOptions tree_options;
   tree_options.parent_dir = options.memory_cgroup_parent;
   std::string why_not;
@@ -90,13 +92,12 @@ PoolMemory::PoolMemory(const PoolOptions& options, std::uint32_t slots) : warn_(
           how_to_get_cgroups(hierarchy));
   MemoryAdmissionConfig config;
   config.budget = options.memory_budget;
-  config.history_path = options.memory_history_path;
+  config.shared_history = std::move(history);
   config.pressure_file = memory_pressure_file(hierarchy);
   if (hierarchy.version != CgroupVersion::kNone)
     config.cgroup = std::make_unique<CgroupHeadroom>(hierarchy);
   config.warn = warn_;  // its sentences name the file ("memory history PATH: ...")
   MemoryAdmission admission = make_memory_admission(std::move(config), monotonic_ns());
-  history_ = std::move(admission.history);
   policy_ = std::move(admission.policy);
 }
 
@@ -123,17 +124,9 @@ void PoolMemory::recognise_oom_kill(std::int64_t oom_kills_before, Result& resul
   if (now > oom_kills_before) result.oom_killed = true;
 }
 
-void PoolMemory::record(const JobInfo& job, const Result& result) {
-  if (history_ && result.started())
-    history_->record(job.key, result.peak_memory_bytes, result.exited_ns - result.started_ns);
-}
-
-// The history store itself stays until destruction: a waiter may still record a result
-// that comes back while the pool closes.
 void PoolMemory::close() {
   std::string why;
   if (tree_ && !tree_->close(why)) warn_("the pool's memory cgroups: " + why);
-  if (history_) history_->flush();
 }
 
 std::string PoolMemory::oom_message(std::int64_t peak_bytes, std::int64_t budget_bytes) {

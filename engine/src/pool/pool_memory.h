@@ -1,6 +1,6 @@
 // What a memory budget (PoolOptions::memory_budget) adds to a pool: the per-slot cgroups
-// (CgroupTree) and what each spawner is told of its slot, the history store, the
-// admission policy over both, the pool's measured usage for the trace, and the OOM
+// (CgroupTree) and what each spawner is told of its slot, the admission policy over
+// them and the history's snapshot (the pool owns the history), the pool's measured usage for the trace, and the OOM
 // message. Made at pool start before the spawners, closed after they are reaped; a pool
 // without a budget has none of it. Without slot cgroups it still recognises OOM kills,
 // from the driver's cgroup's counter. Threading: construction, take_policy() and close()
@@ -23,9 +23,10 @@ namespace spawnpool::detail {
 
 class PoolMemory {
  public:
-  /// Sets up cgroups (or says once, through options.warn, why there are none), opens
-  /// the history and builds the policy. Never throws for a memory problem.
-  PoolMemory(const PoolOptions& options, std::uint32_t slots);
+  /// Sets up cgroups (or says once, through options.warn, why there are none) and builds
+  /// the policy from `history`'s snapshot (null: none). Never throws for a memory problem.
+  PoolMemory(const PoolOptions& options, std::uint32_t slots,
+             std::shared_ptr<HistoryStore> history);
   ~PoolMemory();  ///< close()
   PoolMemory(const PoolMemory&) = delete;
   PoolMemory& operator=(const PoolMemory&) = delete;
@@ -48,11 +49,7 @@ class PoolMemory {
   /// (oom_kills_now() at its hand-over). The retry that follows is the slot cgroups'.
   void recognise_oom_kill(std::int64_t oom_kills_before, Result& result) const;
 
-  /// A command ended with `result`: its peak goes into the history (O(1), no I/O).
-  void record(const JobInfo& job, const Result& result);
-
-  /// Removes the cgroups (call after the spawners are reaped) and writes what the
-  /// history still holds. Idempotent.
+  /// Removes the cgroups (call after the spawners are reaped). Idempotent.
   void close();
 
   /// "killed by the kernel's OOM killer (peak N MiB, budget M MiB)".
@@ -62,7 +59,6 @@ class PoolMemory {
   std::function<void(const std::string&)> warn_;
   std::unique_ptr<CgroupTree> tree_;
   OomKillCount oom_count_;  // open only without tree_
-  std::unique_ptr<HistoryStore> history_;
   std::unique_ptr<MemoryAdmissionPolicy> policy_;  // until take_policy()
 };
 

@@ -45,6 +45,8 @@ std::string one_line(std::string_view text) {
 
 }  // namespace
 
+std::size_t display_columns(std::string_view text) { return columns(text); }
+
 std::string format_clock(double seconds) {
   const auto whole = static_cast<std::uint64_t>(seconds > 0 ? std::llround(seconds) : 0);
   const auto h = whole / 3600, m = whole / 60 % 60, s = whole % 60;

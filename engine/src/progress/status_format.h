@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace spawnpool::detail {
 
@@ -30,6 +31,9 @@ struct StatusView {
 /// with " · " (a UTF-8 locale), else " - ". Lines of commands are shown on one line
 /// (newlines as spaces) and cut with "..." to fit.
 std::string format_status(const StatusView& view, std::size_t width, bool unicode);
+
+/// Columns `text` (UTF-8) takes on a terminal, one per code point.
+std::size_t display_columns(std::string_view text);
 
 /// "0:41", "12:05", "1:02:03": minutes and seconds, hours once there are any.
 std::string format_clock(double seconds);

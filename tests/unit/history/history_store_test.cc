@@ -54,8 +54,8 @@ TEST_CASE_METHOD(test::StoreFixture, "records come back at the next open, by exa
     HistoryStore store(path, fast_options(), warnings.sink());
     store.record(test_key(1, 100), 10 * kMiB, 111);
     store.record(test_key(2), 20 * kMiB, 222);
-    store.record(test_key(3, 300), 0, 333);  // unknown peak: not recorded
-    store.record(test_key(4, 300), -5, 333);
+    store.record(test_key(3, 300), 0, 0);  // neither peak nor duration: not recorded
+    store.record(test_key(4, 300), -5, -1);
   }  // the destructor writes what is pending
   HistoryStore store(path, fast_options(), warnings.sink());
   const HistorySnapshot snapshot = store.take_snapshot();
@@ -86,6 +86,65 @@ TEST_CASE_METHOD(test::StoreFixture, "a command measured again keeps max(new pea
   CHECK(peak_after(500 * kMiB) == 562 * kMiB + kMiB / 2);
   CHECK(peak_after(900 * kMiB) == 900 * kMiB);        // ...growth is followed at once
   CHECK(sql(path, "SELECT runs FROM commands WHERE exact_key = 9") == "4");
+  CHECK(warnings.messages().empty());
+}
+
+TEST_CASE_METHOD(test::StoreFixture, "durations are learned with or without a peak, 3/4 the new run", "[history][duration]") {
+  HistoryStore store(path, fast_options(), warnings.sink());
+  const auto after = [&](std::int64_t peak, std::int64_t duration) {
+    store.record(test_key(7), peak, duration);
+    REQUIRE(store.flush());
+    return sql(path, "SELECT peak_bytes || ' ' || duration_ns FROM commands WHERE exact_key = 7");
+  };
+  CHECK(after(0, 4000) == "0 4000");  // without admission: no peak
+  CHECK(after(0, 8000) == "0 7000");
+  CHECK(after(100 * kMiB, 0) == "104857600 7000");  // a peak alone
+  CHECK(after(0, 3000) == "104857600 4000");        // the peak stays
+  CHECK(warnings.messages().empty());
+  store.flush();
+  const HistoryOpenResult opened = HistoryDatabase::open(path, {});
+  REQUIRE(opened.snapshot.find_exact(7));
+  CHECK(opened.snapshot.find_exact(7)->duration_ns == 4000);
+}
+
+TEST_CASE_METHOD(test::StoreFixture, "a build's shape comes back at the next open, the last one per targets", "[history][builds]") {
+  {
+    HistoryStore store(path, fast_options(), warnings.sink());
+    store.record_build(11, BuildShape{{1, 2, 3}});
+    store.record_build(22, BuildShape{{4}});
+    store.record_build(11, BuildShape{{1, 2, 3, 5}, 3});  // replaces the pending one
+    CHECK(store.flush());
+    store.record_build(22, BuildShape{{}});  // a build that ran nothing
+  }
+  HistoryStore store(path, fast_options(), warnings.sink());
+  const auto snapshot = store.snapshot();
+  REQUIRE(snapshot->find_build(11));
+  CHECK(snapshot->find_build(11)->exact_keys == std::vector<std::uint64_t>{1, 2, 3, 5});
+  CHECK(snapshot->find_build(11)->units == 3);
+  REQUIRE(snapshot->find_build(22));
+  CHECK(snapshot->find_build(22)->exact_keys.empty());
+  CHECK_FALSE(snapshot->find_build(33));
+  CHECK(warnings.messages().empty());
+}
+
+TEST_CASE_METHOD(test::StoreFixture, "a schema 1 store is migrated, its rows kept", "[history][schema]") {
+  REQUIRE(sql(path,
+              "CREATE TABLE commands (exact_key INTEGER PRIMARY KEY, fallback_key INTEGER,"
+              " peak_bytes INTEGER NOT NULL, duration_ns INTEGER NOT NULL, runs INTEGER NOT NULL,"
+              " last_used INTEGER NOT NULL);"
+              "CREATE INDEX commands_by_last_used ON commands(last_used);"
+              "INSERT INTO commands VALUES (5, 50, 1048576, 900, 3, 1000);"
+              "PRAGMA application_id = 1397771592; PRAGMA user_version = 1;") == "");
+  {
+    HistoryStore store(path, fast_options(), warnings.sink());
+    REQUIRE(store.open_status() == HistoryStatus::kOk);
+    REQUIRE(store.snapshot()->find_exact(5));
+    CHECK(store.snapshot()->find_exact(5)->duration_ns == 900);
+    store.record_build(1, BuildShape{{5}});
+  }
+  CHECK(sql(path, "PRAGMA user_version") == "2");
+  CHECK(sql(path, "SELECT count(*) FROM builds") == "1");
+  CHECK(sql(path, "SELECT runs FROM commands WHERE exact_key = 5") == "3");
   CHECK(warnings.messages().empty());
 }
 

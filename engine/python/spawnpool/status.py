@@ -1,0 +1,154 @@
+"""The build's status line (issue 18): which mode a build gets, and the console under it.
+
+`status_mode()` decides from the option (auto, line, plain, off), the stream and the
+environment's conventions:
+
+    auto    line on a terminal (plain when TERM=dumb), off otherwise
+    line    line on a terminal; plain on a dumb terminal or where it is not a terminal
+            (no escape codes into a pipe), unless CLICOLOR_FORCE asks for them anyway
+    plain   a progress line every 10 s or 10% (no escape codes anywhere)
+    off     nothing
+
+The line uses no colour, so NO_COLOR changes nothing in it (and the build's own output
+is passed through as written).
+
+`BuildStatus` owns one build's progress (the compiled BuildProgress, fed by the pool)
+and, once the build starts, its printer (the compiled StatusPrinter, which owns the
+bottom line).  While it prints, every write to sys.stdout and sys.stderr, every
+command's output (captured, output_sync.py) and every driver message goes through the
+printer, so that no output line is cut or overwritten by the status line.
+
+Threading: begin() and finish() on one thread (the driver's main thread); the streams,
+expect() and the counts from any.
+"""
+
+import os
+import sys
+import threading
+
+__all__ = ['MODES', 'BuildStatus', 'status_mode']
+
+MODES = ('auto', 'line', 'plain', 'off')
+
+
+def status_mode(setting, fd=1, environ=None):
+    """'line', 'plain' or None (off) for the option's value `setting` on `fd`."""
+    environ = os.environ if environ is None else environ
+    setting = (setting or 'auto').strip().lower()
+    if setting == 'off':
+        return None
+    if setting == 'plain':
+        return 'plain'
+    try:
+        terminal = os.isatty(fd)
+    except OSError:
+        terminal = False
+    dumb = environ.get('TERM', '') in ('dumb', '')
+    forced = environ.get('CLICOLOR_FORCE', '0') not in ('', '0')
+    if terminal and not dumb or forced:
+        return 'line'
+    if setting == 'line' or terminal:
+        return 'plain'      # asked for, or a dumb terminal: progress without escape codes
+    return None             # auto, and not a terminal: as stock
+
+
+def utf8_locale(environ=None):
+    environ = os.environ if environ is None else environ
+    for name in ('LC_ALL', 'LC_CTYPE', 'LANG'):
+        value = environ.get(name)
+        if value:
+            return 'utf-8' in value.lower() or 'utf8' in value.lower()
+    return False
+
+
+class _PrinterStream:
+    """sys.stdout or sys.stderr while the status prints: text goes through the printer
+    (as the stream's bytes, to the stream's fd); everything else is the stream's."""
+
+    def __init__(self, stream, fd, printer):
+        self._stream = stream
+        self._fd = fd
+        self._printer = printer
+        self._encoding = getattr(stream, 'encoding', None) or 'utf-8'
+        self._errors = getattr(stream, 'errors', None) or 'strict'
+
+    def write(self, text):
+        if isinstance(text, bytes):
+            data = text
+        else:
+            data = text.encode(self._encoding, self._errors)
+        try:
+            self._stream.flush()        # what was written before, still in its buffer
+        except (OSError, ValueError):
+            pass
+        self._printer.write(self._fd, data)
+        return len(text)
+
+    def writelines(self, lines):
+        for line in lines:
+            self.write(line)
+
+    def flush(self):
+        pass
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+class BuildStatus:
+    """One build's progress and, between begin() and finish(), its printer."""
+
+    def __init__(self, mode, history=None, fd=1):
+        from . import _spawnpool
+        self.mode = mode
+        self.fd = fd
+        self._module = _spawnpool
+        self.progress = _spawnpool.BuildProgress(history)
+        self._history = history
+        self._printer = None
+        self._streams = None
+        self._lock = threading.Lock()
+
+    @property
+    def begun(self):
+        return self._printer is not None
+
+    def begin(self, top_dir, targets):
+        """The build starts (its commands count from now): the progress learns its
+        targets' last build from the history, and the printer takes the console."""
+        from . import output_sync
+        key = self._module.hash_targets(str(top_dir), [str(t) for t in targets])
+        self.progress.begin(key)
+        # xterm (XTERM_VERSION) cuts lines when it narrows; the others rewrap them.
+        self._printer = self._module.StatusPrinter(self.progress, self.fd, self.mode,
+                                                   utf8_locale(),
+                                                   'XTERM_VERSION' not in os.environ)
+        output_sync.set_console_printer(self._printer)
+        self._streams = (sys.stdout, sys.stderr)
+        sys.stdout = _PrinterStream(sys.stdout, 1, self._printer)
+        sys.stderr = _PrinterStream(sys.stderr, 2, self._printer)
+        return self.progress
+
+    def expect(self, commands):
+        """The driver expects `commands` more commands beyond those submitted (None:
+        it cannot tell; the history's last build then says)."""
+        self.progress.set_expected_remaining(None if commands is None else max(0, int(commands)))
+
+    def view(self):
+        return self.progress.view()
+
+    def finish(self):
+        """Clear the line, write the summary line, give the console back (idempotent)."""
+        from . import output_sync
+        with self._lock:
+            printer, self._printer = self._printer, None
+            streams, self._streams = self._streams, None
+        if printer is None:
+            return
+        if streams is not None:
+            if isinstance(sys.stdout, _PrinterStream):
+                sys.stdout = streams[0]
+            if isinstance(sys.stderr, _PrinterStream):
+                sys.stderr = streams[1]
+        output_sync.set_console_printer(None)
+        printer.finish()

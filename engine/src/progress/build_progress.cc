@@ -1,0 +1,230 @@
+#include "engine/src/progress/build_progress.h"
+
+#include <algorithm>
+
+#include "engine/src/history/history_store_key.h"
+#include "engine/src/progress/eta_estimator.h"
+
+namespace spawnpool::detail {
+namespace {
+
+constexpr double kNsPerS = 1e9;
+
+std::optional<double> median(std::vector<double> values) {
+  if (values.empty()) return std::nullopt;
+  const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
+  std::nth_element(values.begin(), middle, values.end());
+  return *middle;
+}
+
+std::optional<double> learned_duration(const HistorySnapshot& snapshot, const CommandKey& key) {
+  const HistoryEntry* entry = snapshot.find_exact(key.exact);
+  if (!entry || entry->duration_ns <= 0) entry = snapshot.find_fallback(key.fallback);
+  if (!entry || entry->duration_ns <= 0) return std::nullopt;
+  return static_cast<double>(entry->duration_ns) / kNsPerS;
+}
+
+// `count` of `sorted` (ascending), evenly spread over it: the durations of the part of
+// the last build that is expected to run again when less than all of it is.
+std::vector<double> spread(const std::vector<double>& sorted, std::uint64_t count) {
+  if (count >= sorted.size()) return sorted;
+  std::vector<double> out;
+  out.reserve(count);
+  for (std::uint64_t i = 0; i < count; ++i)
+    out.push_back(sorted[static_cast<std::size_t>((i * 2 + 1) * sorted.size() / (count * 2))]);
+  return out;
+}
+
+}  // namespace
+
+BuildProgress::BuildProgress(std::shared_ptr<HistoryStore> history, std::uint64_t targets_key,
+                             std::int64_t start_ns)
+    : history_(std::move(history)),
+      snapshot_(history_ ? history_->snapshot() : std::make_shared<HistorySnapshot>()) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  begin_locked(targets_key, start_ns);
+}
+
+void BuildProgress::begin(std::uint64_t targets_key, std::int64_t now_ns) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  begin_locked(targets_key, now_ns);
+}
+
+void BuildProgress::begin_locked(std::uint64_t targets_key, std::int64_t now_ns) {
+  targets_key_ = targets_key;
+  start_ns_ = now_ns;
+  done_ = failed_ = 0;
+  active_.clear();  // a command still running now is never counted (its id is unknown)
+  unseen_.clear();
+  unseen_count_ = 0;
+  by_program_.clear();
+  finished_s_.clear();
+  ran_.clear();
+  units_built_ = 0;
+  last_build_ = {0, 0};
+  final_.reset();
+  if (targets_key_ == 0) return;
+  if (const BuildShape* last = snapshot_->find_build(targets_key_)) {
+    last_build_ = {last->exact_keys.size(), last->units};
+    for (const std::uint64_t key : last->exact_keys) ++unseen_[key];
+    unseen_count_ = last->exact_keys.size();
+  }
+}
+
+void BuildProgress::set_slots(std::size_t slots, bool memory_admission) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  slots_ = std::max<std::size_t>(slots, 1);
+  memory_admission_ = memory_admission;
+}
+
+void BuildProgress::set_units_built(std::uint64_t units) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  units_built_ = units;
+}
+
+std::pair<std::uint64_t, std::uint64_t> BuildProgress::last_build() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return last_build_;
+}
+
+void BuildProgress::set_expected_remaining(std::optional<std::uint64_t> commands) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  expected_remaining_ = commands;
+}
+
+std::uint64_t BuildProgress::submitted(const CommandKey& key, const std::string& line) {
+  Command command;
+  command.predicted_s = learned_duration(*snapshot_, key);
+  command.program = key.program;
+  command.line = line;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (const auto it = unseen_.find(key.exact); it != unseen_.end()) {
+    if (--it->second == 0) unseen_.erase(it);
+    --unseen_count_;
+  }
+  if (targets_key_ != 0) ran_.push_back(key.exact);
+  const std::uint64_t id = next_id_++;
+  active_.emplace(id, std::move(command));
+  return id;
+}
+
+void BuildProgress::started(std::uint64_t id, std::int64_t now_ns) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (const auto it = active_.find(id); it != active_.end())
+    it->second.started_ns = std::max<std::int64_t>(now_ns, 1);
+}
+
+void BuildProgress::finished(std::uint64_t id, bool failed, std::int64_t duration_ns) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = active_.find(id);
+  if (it == active_.end()) return;
+  if (duration_ns > 0) {
+    const double seconds = static_cast<double>(duration_ns) / kNsPerS;
+    by_program_[it->second.program].push_back(seconds);
+    finished_s_.push_back(seconds);
+  }
+  active_.erase(it);
+  ++done_;
+  if (failed) ++failed_;
+}
+
+std::uint64_t BuildProgress::failed() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return failed_;
+}
+
+std::optional<double> BuildProgress::program_median(std::uint64_t program) const {
+  const auto it = by_program_.find(program);
+  return it == by_program_.end() ? std::nullopt : median(it->second);
+}
+
+// A typical command of this build: the median of those finished, else of the history's
+// durations of the last build.
+std::optional<double> BuildProgress::typical_s() const {
+  if (!finished_s_.empty()) return median(finished_s_);
+  return median(unseen_predictions());
+}
+
+std::vector<double> BuildProgress::unseen_predictions() const {
+  std::vector<double> out;
+  out.reserve(unseen_.size());
+  for (const auto& [key, times] : unseen_) {
+    const HistoryEntry* entry = snapshot_->find_exact(key);
+    if (entry && entry->duration_ns > 0)
+      out.insert(out.end(), times, static_cast<double>(entry->duration_ns) / kNsPerS);
+  }
+  return out;
+}
+
+StatusView BuildProgress::view(std::int64_t now_ns) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (final_) return *final_;
+  StatusView view;
+  view.done = done_;
+  view.elapsed_s = static_cast<double>(now_ns - start_ns_) / kNsPerS;
+  EtaInput eta;
+  std::uint64_t queued = 0;
+  std::int64_t longest_start = 0;
+  for (const auto& [id, command] : active_) {
+    std::optional<double> predicted = command.predicted_s;
+    if (!predicted) predicted = program_median(command.program);
+    if (command.started_ns == 0) {
+      ++queued;
+      if (predicted)
+        eta.pending_s.push_back(*predicted);
+      else
+        ++eta.pending_unknown;
+      continue;
+    }
+    eta.running.push_back({static_cast<double>(now_ns - command.started_ns) / kNsPerS, predicted});
+    if (longest_start == 0 || command.started_ns < longest_start) {
+      longest_start = command.started_ns;
+      view.longest_running = command.line;
+    }
+  }
+  view.running = eta.running.size();
+  if (longest_start != 0) view.longest_running_s = static_cast<double>(now_ns - longest_start) / kNsPerS;
+  // A job queued while a slot is free is held by admission (the scheduler starts any
+  // other at once).
+  if (memory_admission_ && queued > 0 && view.running < slots_) view.waiting_for_memory = queued;
+
+  std::vector<double> unseen = unseen_predictions();
+  std::sort(unseen.begin(), unseen.end());
+  const std::uint64_t to_come = expected_remaining_ ? *expected_remaining_ : unseen_count_;
+  const std::vector<double> expected = spread(unseen, to_come);
+  eta.pending_s.insert(eta.pending_s.end(), expected.begin(), expected.end());
+  eta.pending_unknown += to_come - expected.size();
+  view.total = done_ + active_.size() + to_come;
+
+  eta.parallelism = view.waiting_for_memory ? std::max<std::size_t>(view.running, 1) : slots_;
+  eta.typical_s = typical_s();
+  // Nothing finished and nothing predicted: no number, not even 0:00.
+  const bool known = eta.typical_s || !eta.pending_s.empty() ||
+                     std::any_of(eta.running.begin(), eta.running.end(),
+                                 [](const RunningWork& w) { return w.predicted_s.has_value(); });
+  if (known) view.remaining_s = estimate_remaining_s(eta);
+  return view;
+}
+
+StatusView BuildProgress::finish(std::int64_t now_ns) {
+  StatusView last = view(now_ns);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (final_) return *final_;
+  last.total = last.done;
+  last.remaining_s = 0;
+  last.running = last.waiting_for_memory = 0;
+  last.longest_running.clear();
+  final_ = last;
+  if (history_ && targets_key_ != 0) history_->record_build(targets_key_, BuildShape{ran_, units_built_});
+  return last;
+}
+
+std::uint64_t hash_targets(const std::string& top_dir, std::vector<std::string> targets) {
+  std::sort(targets.begin(), targets.end());
+  std::string text = top_dir;
+  for (const std::string& target : targets) text += '\0' + target;
+  const std::uint64_t key = hash_bytes(text.data(), text.size(), 0x7461726765747321ULL);
+  return key == 0 ? 1 : key;
+}
+
+}  // namespace spawnpool::detail

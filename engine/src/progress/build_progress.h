@@ -1,0 +1,107 @@
+// The progress of one build (issue 18): the commands submitted, started, finished and
+// failed, the running ones with their start times, the ones waiting for memory, and what
+// the rest is predicted to take (the history's durations, the last build of the same
+// targets); view() gives the status line's StatusView with the ETA (eta_estimator.h).
+// Fed by the build's pools (submitted, started, finished: PoolOptions::progress) and by
+// the driver (how many commands it still expects). Spans pools: a resized build hands the
+// same BuildProgress to its next pool. Thread-safe: one mutex; every call but view() is
+// a lock and O(1) work; view() is O(running + pending predictions).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "engine/src/history/history_store.h"
+#include "engine/src/progress/status_format.h"
+
+namespace spawnpool::detail {
+
+class BuildProgress {
+ public:
+  /// `history` (may be null) gives the learned durations and the last build of the
+  /// targets `targets_key` names (0: nothing names them; no shape is read or kept).
+  /// The build's clock starts at `start_ns` (monotonic).
+  BuildProgress(std::shared_ptr<HistoryStore> history, std::uint64_t targets_key,
+                std::int64_t start_ns);
+
+  /// The build starts again at `now_ns`, for the targets `targets_key` names: what was
+  /// counted before (a driver's configuration checks) is forgotten, and the last build of
+  /// these targets is looked up. For drivers that know their targets only once commands
+  /// have already run.
+  void begin(std::uint64_t targets_key, std::int64_t now_ns);
+
+  /// The pool's slots, and whether memory admission may hold commands back.
+  void set_slots(std::size_t slots, bool memory_admission);
+  /// The driver's count of the commands still to come beyond those submitted (SCons:
+  /// the nodes left to evaluate); unset: the last build's commands not seen yet.
+  void set_expected_remaining(std::optional<std::uint64_t> commands);
+
+  /// A command entered the pool (queued); returns its id for started() and finished().
+  std::uint64_t submitted(const CommandKey& key, const std::string& line);
+  /// How many of its own units the driver built (kept with the build's shape).
+  void set_units_built(std::uint64_t units);
+  /// The last build of these targets: its commands and units (0, 0: none known).
+  std::pair<std::uint64_t, std::uint64_t> last_build() const;
+
+  /// It got a slot, at `now_ns`.
+  void started(std::uint64_t id, std::int64_t now_ns);
+  /// It ended (a command that never started too: `duration_ns` 0).
+  void finished(std::uint64_t id, bool failed, std::int64_t duration_ns);
+
+  /// The status line's view at `now_ns`.
+  StatusView view(std::int64_t now_ns) const;
+  /// The build is over: the total becomes what ran (N = M), and its shape (the exact keys
+  /// of what ran) goes into the history. Idempotent; the view afterwards is the final one.
+  StatusView finish(std::int64_t now_ns);
+
+  std::uint64_t failed() const;
+
+ private:
+  struct Command {
+    std::optional<double> predicted_s;  // the history's duration of it
+    std::uint64_t program = 0;          // CommandKey::program
+    std::int64_t started_ns = 0;        // 0: queued
+    std::string line;
+  };
+  std::optional<double> program_median(std::uint64_t program) const;  // mutex_ held
+  std::optional<double> typical_s() const;                            // mutex_ held
+  std::vector<double> unseen_predictions() const;                     // mutex_ held
+
+  std::shared_ptr<HistoryStore> history_;
+  std::shared_ptr<const HistorySnapshot> snapshot_;  // never null
+  void begin_locked(std::uint64_t targets_key, std::int64_t now_ns);  // mutex_ held
+
+  mutable std::mutex mutex_;
+  std::uint64_t targets_key_ = 0;                     // guarded by mutex_
+  std::int64_t start_ns_ = 0;                         // guarded by mutex_
+  std::size_t slots_ = 1;                             // guarded by mutex_
+  bool memory_admission_ = false;                     // guarded by mutex_
+  std::optional<std::uint64_t> expected_remaining_;   // guarded by mutex_
+  std::uint64_t next_id_ = 1;                         // guarded by mutex_
+  std::uint64_t done_ = 0, failed_ = 0;               // guarded by mutex_
+  std::map<std::uint64_t, Command> active_;           // queued and running, by id; guarded
+  /// The last build's commands not seen in this one yet: exact key -> how many times.
+  std::unordered_map<std::uint64_t, std::uint32_t> unseen_;  // guarded by mutex_
+  std::uint64_t unseen_count_ = 0;                    // sum of unseen_; guarded by mutex_
+  /// Durations of this build's finished commands, by program, and all of them (seconds).
+  std::unordered_map<std::uint64_t, std::vector<double>> by_program_;  // guarded by mutex_
+  std::vector<double> finished_s_;                    // guarded by mutex_
+  std::vector<std::uint64_t> ran_;                    // exact keys, in submission order
+  std::uint64_t units_built_ = 0;                     // guarded by mutex_
+  std::pair<std::uint64_t, std::uint64_t> last_build_;  // guarded by mutex_
+  std::optional<StatusView> final_;                   // set by finish(); guarded
+};
+
+/// A targets key for a driver's list of targets and its top directory (any order of
+/// the targets gives the same key).
+std::uint64_t hash_targets(const std::string& top_dir, std::vector<std::string> targets);
+
+}  // namespace spawnpool::detail

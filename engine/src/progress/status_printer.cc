@@ -1,0 +1,193 @@
+#include "engine/src/progress/status_printer.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+
+#include "worker_pool/protocol/monotonic_clock.h"
+
+namespace spawnpool::detail {
+namespace {
+
+// SIGWINCH: the handler only raises a flag (async-signal-safe); the redraw thread reads
+// the new width at its next round. Installed while a line printer lives, and only where
+// nobody else handles SIGWINCH (the disposition was the default).
+std::atomic<bool> g_resized{false};
+std::atomic<int> g_line_printers{0};
+struct sigaction g_previous_winch;
+
+extern "C" void on_sigwinch(int) { g_resized.store(true, std::memory_order_relaxed); }
+
+void watch_resizes() {
+  if (g_line_printers.fetch_add(1) != 0) return;
+  struct sigaction current {};
+  if (sigaction(SIGWINCH, nullptr, &current) != 0 || current.sa_handler != SIG_DFL) return;
+  struct sigaction action {};
+  action.sa_handler = on_sigwinch;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  sigaction(SIGWINCH, &action, &g_previous_winch);
+}
+
+void stop_watching_resizes() {
+  if (g_line_printers.fetch_sub(1) != 1) return;
+  struct sigaction current {};
+  if (sigaction(SIGWINCH, nullptr, &current) == 0 && current.sa_handler == on_sigwinch)
+    sigaction(SIGWINCH, &g_previous_winch, nullptr);
+}
+
+// Clears the line the cursor is on and puts the cursor at its start.
+constexpr std::string_view kClearLine = "\r\x1b[K";
+
+}  // namespace
+
+StatusPrinter::StatusPrinter(std::shared_ptr<BuildProgress> progress, StatusPrinterOptions options)
+    : progress_(std::move(progress)), options_(options) {
+  if (options_.mode == StatusMode::kLine) watch_resizes();
+  last_plain_ns_ = monotonic_ns();
+  thread_ = std::thread([this] { run(); });
+}
+
+StatusPrinter::~StatusPrinter() { finish(monotonic_ns()); }
+
+std::string StatusPrinter::summary(const StatusView& view, std::uint64_t failed) {
+  std::string line = "[" + group_thousands(view.done) + "/" + group_thousands(view.total) +
+                     (view.done == view.total ? " 100%] " : " " +
+                          std::to_string(view.total ? view.done * 100 / view.total : 0) + "%] ") +
+                     format_clock(view.elapsed_s) + " elapsed, done";
+  if (failed) line += ", " + group_thousands(failed) + " failed";
+  return line;
+}
+
+void StatusPrinter::write(int fd, std::string_view data) {
+  if (data.empty()) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  const bool here = on_status_terminal(fd);
+  if (options_.mode == StatusMode::kLine && here && shown_) {
+    raw_write(options_.fd, kClearLine);
+    shown_ = false;
+  }
+  raw_write(fd, data);
+  if (!here) return;
+  mid_line_ = data.back() != '\n';
+  if (options_.mode == StatusMode::kLine && !mid_line_ && !finished_) {
+    last_drawn_.clear();
+    draw(monotonic_ns());
+  }
+}
+
+void StatusPrinter::finish(std::int64_t now_ns) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (finished_) return;
+    finished_ = stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  const StatusView last = progress_->finish(now_ns);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (shown_) raw_write(options_.fd, kClearLine);
+  shown_ = false;
+  raw_write(options_.fd, (mid_line_ ? "\n" : "") + summary(last, progress_->failed()) + "\n");
+  if (options_.mode == StatusMode::kLine) stop_watching_resizes();
+}
+
+// Each round: kLine redraws (the clock moves, commands start); kPlain prints when a
+// period has passed or the build crossed a step of its total.
+void StatusPrinter::run() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  const auto period = options_.mode == StatusMode::kLine ? options_.redraw_period
+                                                         : std::chrono::milliseconds(1000);
+  while (!stop_) {
+    wake_.wait_for(lock, period, [&] { return stop_; });
+    if (stop_) break;
+    if (options_.mode == StatusMode::kLine)
+      draw(monotonic_ns());
+    else
+      print_plain(monotonic_ns(), false);
+  }
+}
+
+void StatusPrinter::draw(std::int64_t now_ns) {
+  if (mid_line_) return;  // a line of output is not finished: the status waits
+  std::string out(kClearLine);
+  if (g_resized.exchange(false, std::memory_order_relaxed)) {
+    width_ = 0;
+    // A narrower terminal that rewraps lines made the old status line several rows high,
+    // the cursor on the last: clear the rows above it too.
+    const std::size_t drawn = shown_ ? display_columns(last_drawn_) : 0;
+    const std::size_t now = width();
+    if (options_.terminal_reflows && drawn > now)
+      for (std::size_t rows = (drawn + now - 1) / now; rows > 1; --rows) out += "[A[K";
+    last_drawn_.clear();
+  }
+  const std::size_t columns = width();
+  // One column short of the edge: a line that fills the last column leaves the cursor in
+  // the terminal's pending-wrap state, and the next output would start a line lower.
+  const std::string text =
+      format_status(progress_->view(now_ns), columns > 1 ? columns - 1 : 0, options_.unicode);
+  if (shown_ && text == last_drawn_) return;
+  out += text;
+  raw_write(options_.fd, out);
+  last_drawn_ = text;
+  shown_ = true;
+}
+
+void StatusPrinter::print_plain(std::int64_t now_ns, bool force) {
+  if (mid_line_) return;
+  const StatusView view = progress_->view(now_ns);
+  const std::uint64_t step =
+      view.total ? view.done * 100 / view.total / std::max(options_.plain_percent_step, 1u) : 0;
+  const bool due = now_ns - last_plain_ns_ >=
+                   std::chrono::duration_cast<std::chrono::nanoseconds>(options_.plain_period).count();
+  if (!force && !due && step <= last_plain_step_) return;
+  raw_write(options_.fd, format_status(view, 0, options_.unicode) + "\n");
+  last_plain_ns_ = now_ns;
+  last_plain_step_ = std::max(step, last_plain_step_);
+}
+
+// Whether writing to `fd` moves the cursor of the terminal (or log) the status is on:
+// the status's own fd, or another open on the same file (stderr on the same terminal).
+bool StatusPrinter::on_status_terminal(int fd) {
+  if (fd == options_.fd) return true;
+  if (fd < 0 || fd > 2) return false;
+  if (same_terminal_[fd] < 0) {
+    struct stat a {}, b {};
+    same_terminal_[fd] = fstat(fd, &a) == 0 && fstat(options_.fd, &b) == 0 &&
+                         a.st_dev == b.st_dev && a.st_ino == b.st_ino && a.st_rdev == b.st_rdev;
+  }
+  return same_terminal_[fd] == 1;
+}
+
+// All of `data`, also on a descriptor someone set non-blocking; EPIPE and other errors
+// end it quietly (the reader went away: the build's own writes will say so).
+void StatusPrinter::raw_write(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n > 0) {
+      data.remove_prefix(static_cast<std::size_t>(n));
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && errno == EAGAIN) {
+      pollfd p{fd, POLLOUT, 0};
+      poll(&p, 1, 100);
+    } else {
+      return;
+    }
+  }
+}
+
+std::size_t StatusPrinter::width() {
+  if (width_ == 0) {
+    winsize size{};
+    width_ = ioctl(options_.fd, TIOCGWINSZ, &size) == 0 && size.ws_col > 0 ? size.ws_col : 80;
+  }
+  return width_;
+}
+
+}  // namespace spawnpool::detail

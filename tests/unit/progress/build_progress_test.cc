@@ -1,0 +1,155 @@
+// BuildProgress (counts, the total from the driver or the last build, the ETA's inputs,
+// the shape kept) and StatusPrinter (plain lines and the terminal line, on a pipe read
+// back; never an output line cut).
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "engine/src/progress/build_progress.h"
+#include "engine/src/progress/status_printer.h"
+#include "tests/unit/support/memory_test_support.h"
+#include "worker_pool/protocol/monotonic_clock.h"
+
+namespace spawnpool::detail {
+namespace {
+
+constexpr std::int64_t kS = 1000000000;
+
+CommandKey key(std::uint64_t n, std::uint64_t program = 7) { return {n, 0, program}; }
+
+TEST_CASE("the progress counts commands and the driver's expectation", "[progress]") {
+  BuildProgress progress(nullptr, 0, 0);
+  progress.set_slots(2, false);
+  CHECK(progress.view(0).total == 0);
+  CHECK_FALSE(progress.view(0).remaining_s);  // nothing known: nothing claimed
+  progress.set_expected_remaining(3);
+  StatusView view = progress.view(kS);
+  CHECK(view.total == 3);
+  CHECK_FALSE(view.remaining_s);  // three commands nothing predicts: "no estimate yet"
+  const std::uint64_t a = progress.submitted(key(1), "cc -c a.c");
+  progress.set_expected_remaining(2);
+  progress.started(a, kS);
+  view = progress.view(3 * kS);
+  CHECK(view.running == 1);
+  CHECK(view.longest_running == "cc -c a.c");
+  CHECK(view.longest_running_s == Approx(2));
+  CHECK(view.total == 3);
+  progress.finished(a, false, 2 * kS);
+  view = progress.view(3 * kS);
+  CHECK(view.done == 1);
+  REQUIRE(view.remaining_s);  // the median of what finished stands in: 2 x 2 s on 2 slots
+  CHECK(*view.remaining_s == Approx(2));
+  const std::uint64_t b = progress.submitted(key(2), "cc -c b.c");
+  progress.finished(b, true, 0);  // never started
+  CHECK(progress.failed() == 1);
+  const StatusView last = progress.finish(4 * kS);
+  CHECK(last.done == 2);
+  CHECK(last.total == 2);  // N = M: what ran
+  CHECK(progress.view(9 * kS).total == 2);
+}
+
+TEST_CASE("a queued command is waiting for memory while a slot is free", "[progress]") {
+  BuildProgress progress(nullptr, 0, 0);
+  progress.set_slots(2, true);
+  const std::uint64_t a = progress.submitted(key(1), "a");
+  progress.started(a, 1);
+  progress.submitted(key(2), "b");
+  CHECK(progress.view(kS).waiting_for_memory == 1);
+  const std::uint64_t c = progress.submitted(key(3), "c");
+  progress.started(c, 1);  // both slots busy now: the queue waits for a slot
+  CHECK(progress.view(kS).waiting_for_memory == 0);
+}
+
+TEST_CASE_METHOD(test::StoreFixture, "the last build of the same targets gives the total and the durations", "[progress][history]") {
+  {
+    auto store = std::make_shared<HistoryStore>(path, test::store_options(20, 5000), warnings.sink());
+    BuildProgress progress(store, 42, 0);
+    for (std::uint64_t n = 1; n <= 4; ++n) {
+      const std::uint64_t id = progress.submitted(key(n), "cmd");
+      progress.started(id, 0);
+      progress.finished(id, false, static_cast<std::int64_t>(n) * kS);
+      store->record(key(n), 0, static_cast<std::int64_t>(n) * kS);  // as the pool does
+    }
+    progress.set_units_built(4);
+    progress.finish(10 * kS);
+  }
+  auto store = std::make_shared<HistoryStore>(path, test::store_options(20, 5000), warnings.sink());
+  BuildProgress progress(store, 42, 0);
+  progress.set_slots(1, false);
+  CHECK(progress.last_build() == std::make_pair(std::uint64_t{4}, std::uint64_t{4}));
+  StatusView view = progress.view(0);
+  CHECK(view.total == 4);
+  REQUIRE(view.remaining_s);
+  CHECK(*view.remaining_s == Approx(10));  // 1 + 2 + 3 + 4 s on one slot
+  const std::uint64_t id = progress.submitted(key(4), "cmd");  // the 4 s one
+  progress.started(id, 0);
+  view = progress.view(kS);
+  CHECK(view.total == 4);
+  CHECK(*view.remaining_s == Approx(3 + 6));  // its 3 s left, then the others
+  BuildProgress other(store, 43, 0);          // other targets: nothing known
+  CHECK(other.view(0).total == 0);
+  CHECK(warnings.messages().empty());
+}
+
+std::string read_all(int fd) {
+  std::string out;
+  char buffer[4096];
+  ssize_t n;
+  while ((n = read(fd, buffer, sizeof buffer)) > 0) out.append(buffer, static_cast<std::size_t>(n));
+  return out;
+}
+
+TEST_CASE("the plain printer writes output whole and ends with the summary", "[progress][printer]") {
+  int pipe_fds[2];
+  REQUIRE(pipe(pipe_fds) == 0);
+  auto progress = std::make_shared<BuildProgress>(nullptr, 0, 0);
+  {
+    StatusPrinterOptions options;
+    options.fd = pipe_fds[1];
+    options.mode = StatusMode::kPlain;
+    StatusPrinter printer(progress, options);
+    printer.write(pipe_fds[1], "gcc -c a.c\n");
+    const std::uint64_t id = progress->submitted(key(1), "gcc -c a.c");
+    progress->finished(id, false, kS);
+    printer.write(pipe_fds[1], "half a line, ");
+    printer.write(pipe_fds[1], "the rest\n");
+    printer.finish(2 * kS);
+  }
+  close(pipe_fds[1]);
+  const std::string out = read_all(pipe_fds[0]);
+  close(pipe_fds[0]);
+  CHECK(out.find("gcc -c a.c\n") == 0);
+  CHECK(out.find("half a line, the rest\n") != std::string::npos);
+  CHECK(out.find('\x1b') == std::string::npos);
+  const std::string summary = "\n[1/1 100%] 0:02 elapsed, done\n";
+  REQUIRE(out.size() > summary.size());
+  CHECK(out.substr(out.size() - summary.size()) == summary);
+}
+
+TEST_CASE("the line printer clears its line before output and draws it after", "[progress][printer]") {
+  int pipe_fds[2];
+  REQUIRE(pipe(pipe_fds) == 0);
+  const std::int64_t start = monotonic_ns();
+  auto progress = std::make_shared<BuildProgress>(nullptr, 0, start);
+  {
+    StatusPrinterOptions options;
+    options.fd = pipe_fds[1];
+    options.mode = StatusMode::kLine;
+    options.redraw_period = std::chrono::milliseconds(100000);  // no redraw of its own
+    StatusPrinter printer(progress, options);
+    printer.write(pipe_fds[1], "one\n");
+    printer.write(pipe_fds[1], "two\n");
+    printer.finish(start);
+  }
+  close(pipe_fds[1]);
+  const std::string out = read_all(pipe_fds[0]);
+  close(pipe_fds[0]);
+  const std::string line = "[0/0 0%] 0:00 elapsed, no estimate yet - 0 running";
+  CHECK(out == "one\n\r\x1b[K" + line + "\r\x1b[Ktwo\n\r\x1b[K" + line + "\r\x1b[K" +
+                   "[0/0 100%] 0:00 elapsed, done\n");
+}
+
+}  // namespace
+}  // namespace spawnpool::detail
