@@ -2,44 +2,14 @@
 
 #include <errno.h>
 #include <poll.h>
-#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <atomic>
 
 #include "worker_pool/protocol/monotonic_clock.h"
 
 namespace spawnpool::detail {
 namespace {
-
-// SIGWINCH: the handler only raises a flag (async-signal-safe); the redraw thread reads
-// the new width at its next round. Installed while a line printer lives, and only where
-// nobody else handles SIGWINCH (the disposition was the default).
-std::atomic<bool> g_resized{false};
-std::atomic<int> g_line_printers{0};
-struct sigaction g_previous_winch;
-
-extern "C" void on_sigwinch(int) { g_resized.store(true, std::memory_order_relaxed); }
-
-void watch_resizes() {
-  if (g_line_printers.fetch_add(1) != 0) return;
-  struct sigaction current {};
-  if (sigaction(SIGWINCH, nullptr, &current) != 0 || current.sa_handler != SIG_DFL) return;
-  struct sigaction action {};
-  action.sa_handler = on_sigwinch;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESTART;
-  sigaction(SIGWINCH, &action, &g_previous_winch);
-}
-
-void stop_watching_resizes() {
-  if (g_line_printers.fetch_sub(1) != 1) return;
-  struct sigaction current {};
-  if (sigaction(SIGWINCH, nullptr, &current) == 0 && current.sa_handler == on_sigwinch)
-    sigaction(SIGWINCH, &g_previous_winch, nullptr);
-}
 
 // Clears the line the cursor is on and puts the cursor at its start.
 constexpr std::string_view kClearLine = "\r\x1b[K";
@@ -48,7 +18,6 @@ constexpr std::string_view kClearLine = "\r\x1b[K";
 
 StatusPrinter::StatusPrinter(std::shared_ptr<BuildProgress> progress, StatusPrinterOptions options)
     : progress_(std::move(progress)), options_(options) {
-  if (options_.mode == StatusMode::kLine) watch_resizes();
   last_plain_ns_ = monotonic_ns();
   thread_ = std::thread([this] { run(); });
 }
@@ -94,7 +63,6 @@ void StatusPrinter::finish(std::int64_t now_ns) {
   if (shown_) raw_write(options_.fd, kClearLine);
   shown_ = false;
   raw_write(options_.fd, (mid_line_ ? "\n" : "") + summary(last, progress_->failed()) + "\n");
-  if (options_.mode == StatusMode::kLine) stop_watching_resizes();
 }
 
 // Each round: kLine redraws (the clock moves, commands start); kPlain prints when a
@@ -116,19 +84,20 @@ void StatusPrinter::run() {
 void StatusPrinter::draw(std::int64_t now_ns) {
   if (mid_line_) return;  // a line of output is not finished: the status waits
   std::string out(kClearLine);
-  if (g_resized.exchange(false, std::memory_order_relaxed)) {
-    width_ = 0;
+  // The width is read at each draw (one ioctl, at most every redraw period and output
+  // line), so a resize is followed within a period. Not by a SIGWINCH handler of ours:
+  // the driver's runtime may hold SIGWINCH already (Python's readline does, in SCons).
+  const std::size_t before = width_;
+  width_ = 0;
+  const std::size_t columns = width();
+  if (columns != before) {
     // A narrower terminal that rewraps lines made the old status line several rows high,
     // the cursor on the last: clear the rows above it too.
     const std::size_t drawn = shown_ ? display_columns(last_drawn_) : 0;
-    const std::size_t now = width();
-    if (options_.terminal_reflows && drawn > now)
-      for (std::size_t rows = (drawn + now - 1) / now; rows > 1; --rows) out += "[A[K";
+    if (options_.terminal_reflows && drawn > columns)
+      for (std::size_t rows = (drawn + columns - 1) / columns; rows > 1; --rows) out += "\x1b[A\x1b[K";
     last_drawn_.clear();
   }
-  const std::size_t columns = width();
-  // One column short of the edge: a line that fills the last column leaves the cursor in
-  // the terminal's pending-wrap state, and the next output would start a line lower.
   const std::string text =
       format_status(progress_->view(now_ns), columns > 1 ? columns - 1 : 0, options_.unicode);
   if (shown_ && text == last_drawn_) return;

@@ -4,7 +4,8 @@
 // through it, so that no output line is ever cut or overwritten by the status line.
 // kLine: before output, the line is cleared ("\r" and erase to the end of the line);
 // once the output ends with a newline, the line is drawn again; a thread redraws it every
-// 100 ms (the clock, the ETA) and after SIGWINCH at the terminal's new width. kPlain: a
+// 100 ms (the clock, the ETA), at the terminal's width read each time (so a resize,
+// SIGWINCH, is followed within a period). kPlain: a
 // line (status_format.h, no escape codes) every 10 s or every 10% of the total, only
 // between output lines. finish() clears the line and writes one summary line.
 // Thread-safe: write() and finish() from any thread; one mutex orders all output.
@@ -77,7 +78,7 @@ class StatusPrinter {
   bool shown_ = false;           // the status line is on the screen, the cursor at its end
   bool mid_line_ = false;        // the last output did not end with a newline
   std::string last_drawn_;       // what the line shows now
-  std::size_t width_ = 0;        // the terminal's columns; 0: read it again
+  std::size_t width_ = 0;        // the terminal's columns at the last draw
   int same_terminal_[3] = {-1, -1, -1};  // fds 0-2: on the status line's terminal? (-1: unknown)
   std::int64_t last_plain_ns_ = 0;
   std::uint64_t last_plain_step_ = 0;
