@@ -424,9 +424,9 @@ void bind_progress(py::module_& m) {
              py::gil_scoped_release release;
              printer.write(fd, view);
            }, py::arg("fd"), py::arg("data"))
-      .def("finish", [](StatusPrinter& printer) {
-             printer.finish(spawnpool::detail::monotonic_ns());
-           }, py::call_guard<py::gil_scoped_release>());
+      .def("finish", [](StatusPrinter& printer, bool interrupted) {
+             printer.finish(spawnpool::detail::monotonic_ns(), interrupted);
+           }, py::arg("interrupted") = false, py::call_guard<py::gil_scoped_release>());
 
   m.def("hash_targets", &spawnpool::detail::hash_targets, py::arg("top_dir"), py::arg("targets"),
         "The history's key of a build's targets (in any order) under its top directory.");

@@ -18,24 +18,28 @@ from scons_e2e import MODULE_DIR, PLUGIN_DIR, SCONS, SITE_DIR, base_env
 TMUX = shutil.which('tmux')
 PROGRESS = re.compile(r'^\[\d+/\d+ \d+%\] \d+:\d\d elapsed, (~\d+:\d\d left|no estimate yet)')
 SUMMARY = re.compile(r'^\[(\d+)/(\d+) 100%\] \d+:\d\d elapsed, done(, (\d+) failed)?$')
+INTERRUPTED = re.compile(r'^\[(\d+)/(\d+) 100%\] \d+:\d\d elapsed, interrupted$')
 COMMANDS = 12
-# Short lines (< 60 columns) so that the narrower terminal after the resize wraps none.
+# Short lines (< 60 columns) so that the narrower terminal after the resize wraps none;
+# 12 x 0.8 s on 2 slots: the build runs for about 5 s, long after the resize.
 SCONSTRUCT = '''
 env = Environment()
 for i in range(%d):
-    env.Command('t%%02d.txt' %% i, [], 'echo out-%%02d; sleep 0.4; echo ok > $TARGET' %% i)
+    env.Command('t%%02d.txt' %% i, [], 'echo out-%%02d; sleep 0.8; echo ok > $TARGET' %% i)
 ''' % COMMANDS
 
 pytestmark = pytest.mark.skipif(TMUX is None, reason='tmux is not installed')
 
 
 class Tmux:
-    """One private tmux server with one window running `command` in sh."""
+    """One private tmux server with one window running `command` in sh.  The sh traps
+    SIGINT (a handler, which exec resets: the build gets the default) so that Ctrl-C,
+    sent to the whole foreground group, leaves it to print the exit status."""
 
     def __init__(self, name, command, width=100, height=40):
         self.base = [TMUX, '-L', '%s-%d' % (name, os.getpid()), '-f', '/dev/null']
         subprocess.run(self.base + ['new-session', '-d', '-x', str(width), '-y', str(height),
-                                    '-s', 'build', 'sh', '-c', command + '; echo __EXIT__$?; sleep 600'],
+                                    '-s', 'build', 'sh', '-c', 'trap : INT; ' + command + '; echo __EXIT__$?; sleep 600'],
                        check=True, env=dict(os.environ, TMUX=''))
 
     def screen(self):
@@ -84,7 +88,7 @@ def make_project(path):
 def build_lines():
     lines = set()
     for i in range(COMMANDS):
-        lines.add('echo out-%02d; sleep 0.4; echo ok > t%02d.txt' % (i, i))
+        lines.add('echo out-%02d; sleep 0.8; echo ok > t%02d.txt' % (i, i))
         lines.add('out-%02d' % i)
     return lines
 
@@ -153,12 +157,20 @@ def test_ctrl_c_clears_the_line_and_exits_as_stock(pool_module, tmp_path):
         finally:
             tmux.close()
 
+    def messages(screen):
+        # SCons' lines, the target's name left out (which commands were running when
+        # the key came is timing) and the terminal's echo of the key (^C) dropped.
+        lines = [l[2:] if l.startswith('^C') else l for l in screen]
+        return {re.sub(r'\[t\d\d\.txt\]', '[T]', l) for l in lines if l.startswith('scons:')}
+
     stock_rc, stock = interrupted(False)
     rc, final = interrupted(True)
     assert rc == stock_rc != 0, (stock, final)
     lines = [l for l in final if l.strip()]
+    # The line is cleared: no progress line is left, the summary says what happened.
     assert not any(PROGRESS.match(l) for l in lines), final
-    assert SUMMARY.match(lines[-1]), final
-    assert 'scons: Build interrupted.' in lines, final
-    assert [l for l in lines if l.startswith('scons:')] == [
-        l for l in stock if l.startswith('scons:')], (stock, final)
+    assert INTERRUPTED.match(lines[-1]), final
+    assert messages(stock) == {'scons: *** [T] Build interrupted.'}, stock
+    assert messages(lines) == messages(stock), (stock, final)
+    expected = build_lines()
+    assert all(l in expected for l in lines[:-1] if not l.startswith('scons:')), final

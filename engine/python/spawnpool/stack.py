@@ -123,6 +123,7 @@ class Session:
         self.gate = Gate(None, launcher, prefix) if launcher is not None else None
         self.base = self.runner = self.checks_runner = None
         self._bottom = None         # the lowest layer (its inner is the base), or None
+        self.interrupted = False    # a stop signal came (interrupt())
 
     def pool_options(self, warning_prefix='spawnpool: warning: '):
         """Keyword arguments for Pool(): the settings' (memory, the same-CPU hand-off), the
@@ -176,6 +177,7 @@ class Session:
     def interrupt(self, signum):
         """The build was interrupted by `signum` (see interrupts.py): commands waiting to
         start come back with returncode -signum."""
+        self.interrupted = True
         interrupt = getattr(self.base, 'interrupt', None)
         if interrupt is not None:
             interrupt(signum)
@@ -187,7 +189,7 @@ class Session:
         """At the end: the status line's summary, close the trace, write the report, give
         make back its tokens (idempotent)."""
         if self.status is not None:
-            self.status.finish()
+            self.status.finish(self.interrupted)
         if self.history is not None:
             self.history.flush()    # the build's shape, recorded just now
         if self.trace is not None:

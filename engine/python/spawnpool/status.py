@@ -137,8 +137,9 @@ class BuildStatus:
     def view(self):
         return self.progress.view()
 
-    def finish(self):
-        """Clear the line, write the summary line, give the console back (idempotent)."""
+    def finish(self, interrupted=False):
+        """Clear the line, write the summary line (`interrupted`: the build was stopped),
+        give the console back (idempotent)."""
         from . import output_sync
         with self._lock:
             printer, self._printer = self._printer, None
@@ -151,4 +152,4 @@ class BuildStatus:
             if isinstance(sys.stderr, _PrinterStream):
                 sys.stderr = streams[1]
         output_sync.set_console_printer(None)
-        printer.finish()
+        printer.finish(interrupted)

@@ -24,11 +24,14 @@ StatusPrinter::StatusPrinter(std::shared_ptr<BuildProgress> progress, StatusPrin
 
 StatusPrinter::~StatusPrinter() { finish(monotonic_ns()); }
 
-std::string StatusPrinter::summary(const StatusView& view, std::uint64_t failed) {
+std::string StatusPrinter::summary(const StatusView& view, std::uint64_t failed,
+                                   bool interrupted) {
   std::string line = "[" + group_thousands(view.done) + "/" + group_thousands(view.total) +
                      (view.done == view.total ? " 100%] " : " " +
                           std::to_string(view.total ? view.done * 100 / view.total : 0) + "%] ") +
-                     format_clock(view.elapsed_s) + " elapsed, done";
+                     format_clock(view.elapsed_s) + " elapsed, ";
+  if (interrupted) return line + "interrupted";
+  line += "done";
   if (failed) line += ", " + group_thousands(failed) + " failed";
   return line;
 }
@@ -50,7 +53,7 @@ void StatusPrinter::write(int fd, std::string_view data) {
   }
 }
 
-void StatusPrinter::finish(std::int64_t now_ns) {
+void StatusPrinter::finish(std::int64_t now_ns, bool interrupted) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (finished_) return;
@@ -62,7 +65,7 @@ void StatusPrinter::finish(std::int64_t now_ns) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (shown_) raw_write(options_.fd, kClearLine);
   shown_ = false;
-  raw_write(options_.fd, (mid_line_ ? "\n" : "") + summary(last, progress_->failed()) + "\n");
+  raw_write(options_.fd, (mid_line_ ? "\n" : "") + summary(last, progress_->failed(), interrupted) + "\n");
 }
 
 // Each round: kLine redraws (the clock moves, commands start); kPlain prints when a

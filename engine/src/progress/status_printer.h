@@ -53,12 +53,15 @@ class StatusPrinter {
   /// once the output ends a line. Errors (EPIPE) are ignored, as a closed reader is.
   void write(int fd, std::string_view data);
   /// Stops the thread, clears the line and writes the summary line of `progress`'s
-  /// final view (BuildProgress::finish()). Idempotent.
-  void finish(std::int64_t now_ns);
+  /// final view (BuildProgress::finish()); `interrupted`: the build was stopped (Ctrl-C).
+  /// Idempotent.
+  void finish(std::int64_t now_ns, bool interrupted = false);
 
   /// The summary line (also the last plain line): "[N/N 100%] M:SS elapsed, done",
-  /// and ", F failed" when some failed.
-  static std::string summary(const StatusView& view, std::uint64_t failed);
+  /// and ", F failed" when some failed; "interrupted" instead of both for a stopped build
+  /// (its commands killed by the stop would count as failed).
+  static std::string summary(const StatusView& view, std::uint64_t failed,
+                             bool interrupted = false);
 
  private:
   void run();

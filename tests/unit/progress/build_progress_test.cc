@@ -151,5 +151,13 @@ TEST_CASE("the line printer clears its line before output and draws it after", "
                    "[0/0 100%] 0:00 elapsed, done\n");
 }
 
+TEST_CASE("the summary of a stopped build says interrupted, not done or failed", "[progress][printer]") {
+  StatusView view;
+  view.done = view.total = 3;
+  view.elapsed_s = 65;
+  CHECK(StatusPrinter::summary(view, 2) == "[3/3 100%] 1:05 elapsed, done, 2 failed");
+  CHECK(StatusPrinter::summary(view, 2, true) == "[3/3 100%] 1:05 elapsed, interrupted");
+}
+
 }  // namespace
 }  // namespace spawnpool::detail
