@@ -133,7 +133,7 @@ def test_capped_build_in_a_read_only_tree_loses_nothing(tmp_path):
     assert len(warning) == 1, err
     # What is lost, how OOM kills are still seen, and the one thing that gives it back.
     for words in ('Read-only file system', 'not its whole process tree',
-                  'not processes that left it', 'OOM kills are still recognised',
+                  'only while the spawner (its subreaper) still holds it', 'OOM kills are still recognised',
                   "the driver's cgroup's counter", 'docker run --privileged'):
         assert words in warning[0], warning[0]
 

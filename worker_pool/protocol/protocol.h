@@ -93,6 +93,11 @@ struct CancelMessage {
 };
 inline constexpr CancelMessage kGoodbye{0, 0};
 
+/// A spawner's second argument when its pool has a memory budget but no slot cgroups:
+/// it becomes its descendants' subreaper, and cancel and close reach all of them (what
+/// a slot cgroup's kill-all reaches otherwise). Else the argument is the slot's cgroup.
+inline constexpr const char kReachDescendantsArgument[] = "descendants";
+
 /// Reply flags.
 enum ReplyFlags : std::uint32_t {
   kWaiterPinned = 1u << 0,  // the spawner pinned waiter_tid to its CPU: the driver restores

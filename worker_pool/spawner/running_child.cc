@@ -2,6 +2,8 @@
 
 #include <signal.h>
 
+#include "worker_pool/spawner/descendants.h"
+
 namespace spawnpool::detail {
 namespace {
 
@@ -11,16 +13,23 @@ constexpr std::chrono::milliseconds kKillAllTimeout{2000};
 
 }  // namespace
 
-// The group first, as without a cgroup; then whatever of the command left its group or
-// session (setsid, a double fork), which only the slot's cgroup still knows. SIGKILL waits
-// until the slot is empty, so that a cancel or close leaves nothing running.
+// The group first; then whatever of the command left its group or session (setsid, a
+// double fork), which the slot's cgroup still holds, or else the spawner's descendants
+// (inherited as their subreaper). SIGKILL waits until none is left, so that a cancel or
+// close leaves nothing running.
 void RunningChild::signal_locked(int sig) {
   kill(-pid_, sig);
-  if (slot_cgroup_ == nullptr || !slot_cgroup_->is_open()) return;
-  if (sig == SIGKILL)
-    slot_cgroup_->kill_all(kKillAllTimeout);
-  else
-    slot_cgroup_->signal_all(sig);
+  if (slot_cgroup_ != nullptr && slot_cgroup_->is_open()) {
+    if (sig == SIGKILL)
+      slot_cgroup_->kill_all(kKillAllTimeout);
+    else
+      slot_cgroup_->signal_all(sig);
+  } else if (reach_descendants_) {
+    if (sig == SIGKILL)
+      kill_descendants(pid_, kKillAllTimeout);
+    else
+      signal_descendants(sig, pid_);
+  }
 }
 
 void RunningChild::clear() {
@@ -46,7 +55,10 @@ void RunningChild::signal_group(int sig, std::uint32_t number) {
 
 void RunningChild::stop(int sig) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (pid_ > 0) signal_locked(sig);
+  if (pid_ > 0)
+    signal_locked(sig);
+  else if (reach_descendants_ && sig == SIGKILL)
+    kill_descendants(0, kKillAllTimeout);  // a slot cgroup's are its clean-up's
   stopped_ = true;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "worker_pool/spawner/command_launcher.h"
+#include "worker_pool/spawner/descendants.h"
 #include "worker_pool/protocol/futex.h"
 
 namespace spawnpool::detail {
@@ -107,6 +108,9 @@ void SlotServer::serve_one() {
   slot_.control->child_pid.store(command.pid, std::memory_order_release);
   const bool reaped = wait_for_command(command, running_, outcome_);
   slot_.control->child_pid.store(0, std::memory_order_release);
+  // As their subreaper, we inherit what earlier commands left; those that ended are
+  // reaped here, where no command of ours runs (after a failed reap too).
+  if (running_.reaches_descendants()) reap_exited_children();
   if (!reaped) {
     // A failed reap is the spawner's failure, with its errno: no exit status exists.
     slot_cgroup_.end_command(command.joined_cgroup);

@@ -1,7 +1,8 @@
 // spawnpool-spawner: one per job slot, started by the driver through posix_spawn (never
 // by forking the driver) and alive for the whole build. It finds the segment on fd 3 and
 // the lifeline socket to the driver on fd 4; argv[1] is its slot index, and argv[2], when
-// the pool has per-slot cgroups, its slot's cgroup (encode_slot_cgroup()).
+// the pool has a memory budget, its slot's cgroup (encode_slot_cgroup()) or, without slot
+// cgroups, protocol::kReachDescendantsArgument.
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -20,6 +21,7 @@
 #include "worker_pool/cgroup/cgroup_config.h"
 #include "worker_pool/cgroup/cgroup_slot.h"
 #include "worker_pool/spawner/command_launcher.h"
+#include "worker_pool/spawner/descendants.h"
 #include "worker_pool/spawner/driver_watch.h"
 #include "worker_pool/protocol/protocol.h"
 #include "worker_pool/spawner/slot_server.h"
@@ -127,8 +129,12 @@ int main(int argc, char** argv) {
 
   // Static: the watch thread uses both until the process exits.
   static detail::SlotCgroup slot_cgroup;
-  if (argc == 3) open_slot_cgroup(argv[2], slot_cgroup);
-  static detail::RunningChild running(&slot_cgroup);
+  const bool descendants =
+      argc == 3 && std::strcmp(argv[2], protocol::kReachDescendantsArgument) == 0;
+  if (argc == 3 && !descendants) open_slot_cgroup(argv[2], slot_cgroup);
+  // Kill-all without a cgroup: what leaves a command's group stays our descendant.
+  const bool subreaper = descendants && detail::become_subreaper();
+  static detail::RunningChild running(&slot_cgroup, subreaper);
   if (!detail::start_driver_watch(protocol::kLifelineFd, running, slot_cgroup))
     die("starting the watch thread");
   // Before attaching, so the first command pays no one-time set-up (issue 13: the stats'

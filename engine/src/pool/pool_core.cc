@@ -95,7 +95,7 @@ std::unique_ptr<PoolMemory> memory_for(const PoolOptions& options,
 
 std::vector<std::string> spawner_arguments(const PoolMemory* memory, std::size_t slots) {
   std::vector<std::string> arguments;
-  if (memory && memory->cgroups())
+  if (memory)
     for (std::uint32_t i = 0; i < slots; ++i) arguments.push_back(memory->spawner_argument(i));
   return arguments;
 }

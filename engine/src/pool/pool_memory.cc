@@ -9,6 +9,7 @@
 #include "worker_pool/cgroup/cgroup_discovery.h"
 #include "worker_pool/cgroup/cgroup_limits.h"
 #include "worker_pool/protocol/monotonic_clock.h"
+#include "worker_pool/protocol/protocol.h"
 
 namespace spawnpool::detail {
 namespace {
@@ -83,8 +84,9 @@ PoolMemory::PoolMemory(const PoolOptions& options, std::uint32_t slots,
   if (!tree_ && !cgroups_disabled_by_environment())
     warn_("no per-slot memory cgroups (" + why_not +
           "). Without them each command's peak is its largest single process (ru_maxrss), "
-          "not its whole process tree, and cancel and close end only its process group, "
-          "not processes that left it. OOM kills are still " +
+          "not its whole process tree, and cancel and close reach what left a command's "
+          "process group only while the spawner (its subreaper) still holds it, not what "
+          "a service manager took over. OOM kills are still " +
           (oom_count_.is_open() ? std::string("recognised (") + oom_count_name(oom_count_) +
                                       " counter, " + oom_count_.path() +
                                       ") and run again alone."
@@ -106,7 +108,8 @@ PoolMemory::~PoolMemory() { close(); }
 std::unique_ptr<SchedulingPolicy> PoolMemory::take_policy() { return std::move(policy_); }
 
 std::string PoolMemory::spawner_argument(std::uint32_t slot) const {
-  return tree_ ? encode_slot_cgroup(tree_->slot_config(slot)) : std::string();
+  return tree_ ? encode_slot_cgroup(tree_->slot_config(slot))
+               : std::string(protocol::kReachDescendantsArgument);
 }
 
 std::int64_t PoolMemory::oom_kills_now() const {

@@ -36,7 +36,8 @@ class PoolMemory {
   /// The per-slot cgroups, or null where there are none (the spawners then measure
   /// with ru_maxrss).
   const CgroupTree* cgroups() const { return tree_.get(); }
-  /// Spawner `slot`'s cgroup argument (encode_slot_cgroup()); "" without cgroups.
+  /// Spawner `slot`'s second argument: its cgroup (encode_slot_cgroup()), or without
+  /// slot cgroups protocol::kReachDescendantsArgument (kill-all as their subreaper).
   std::string spawner_argument(std::uint32_t slot) const;
   /// The pool's cgroup usage now (one read), 0 without cgroups.
   std::int64_t usage_bytes() const { return tree_ ? tree_->usage_bytes() : 0; }
