@@ -66,6 +66,19 @@ def test_runners_agree_on_failures(runners, tmp_path):
             assert isinstance(e, OSError) and e.errno == number and e.stage == stage
 
 
+def test_runners_start_nothing_after_an_interrupt(runners, tmp_path):
+    """Session.interrupt reaches the runner (the pool, or PopenRunner where the pool
+    could not start): later commands come back as killed by the first signal."""
+    for name, runner in runners.items():
+        marker = tmp_path / name
+        assert runner.run(Command(["true"], ENV)).returncode == 0, name
+        runner.interrupt(signal.SIGTERM)
+        runner.interrupt(signal.SIGINT)
+        r = runner.run(Command(["touch", str(marker)], ENV))
+        assert (r.returncode, r.failure, r.started_ns) == (-signal.SIGTERM, None, 0), name
+        assert not marker.exists(), name
+
+
 def test_command_defaults(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     c = Command(["x"])

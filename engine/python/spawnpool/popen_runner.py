@@ -8,7 +8,13 @@ end can keep its build-feature layers when the pool cannot start.  Results carry
 pool: ``exec`` (``chdir`` when the cwd was the problem), ``request`` for arguments too
 big for exec or a NUL byte.
 
-Thread-safe: run() is called from many threads; nothing is shared between calls.
+It has no admission: no slots, local slots or make's jobserver (those are the pool's
+scheduler's, docs/architecture.md "One admission point").  `interrupt(sig)` is the
+runner interface's, as Pool.interrupt: commands not started yet come back with
+returncode -sig.
+
+Thread-safe: run() is called from many threads; nothing is shared between calls but the
+signal interrupt() set once.
 """
 
 import errno
@@ -28,7 +34,15 @@ _CHUNK = 1 << 16
 class PopenRunner:
     """Runs each command with subprocess.Popen and waits for it."""
 
+    _interrupted = 0        # the signal interrupt() was given (the first stays); 0: none
+
+    def interrupt(self, sig):
+        """As Pool.interrupt: later commands are not started and return -sig."""
+        self._interrupted = self._interrupted or sig
+
     def run(self, command):
+        if self._interrupted:
+            return Result(returncode=-self._interrupted)
         submitted = _now()
         output = command.output
         stdout = None if output == PASSTHROUGH else subprocess.PIPE
