@@ -1,13 +1,16 @@
 #include "engine/src/pool/pool_memory.h"
 
 #include <signal.h>
+#include <sys/random.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #include <algorithm>
 
 #include "engine/src/admission/admission_policy_setup.h"
 #include "worker_pool/cgroup/cgroup_discovery.h"
 #include "worker_pool/cgroup/cgroup_limits.h"
+#include "worker_pool/cgroup/cgroup_systemd_scope.h"
 #include "worker_pool/protocol/monotonic_clock.h"
 #include "worker_pool/protocol/protocol.h"
 
@@ -46,17 +49,49 @@ CgroupHierarchy hierarchy_for(const PoolOptions& options) {
   return given;
 }
 
+bool read_only(const std::string& dir) {
+  struct statvfs fs {};
+  return statvfs(dir.c_str(), &fs) == 0 && (fs.f_flag & ST_RDONLY);
+}
+
 // The one thing a user can do to get slot cgroups back, for the warning.
 std::string how_to_get_cgroups(const CgroupHierarchy& hierarchy) {
-  struct statvfs fs {};
   if (hierarchy.version == CgroupVersion::kNone) return "";
-  if (statvfs(hierarchy.dir.c_str(), &fs) == 0 && (fs.f_flag & ST_RDONLY))
+  if (read_only(hierarchy.dir))
     return " To get them back, give the container a writable cgroup tree (docker run "
            "--privileged mounts it read-write).";
   if (hierarchy.version == CgroupVersion::kV2)
-    return " To get them back, start the build in a cgroup delegated to you: "
-           "systemd-run --user --scope -p Delegate=yes <build command>.";
+    return std::string(" To get them back, start the build in a cgroup delegated to you: ") +
+           kDelegatedScopeCommand + ".";
   return " To get them back, run the build as root (cgroup v1 delegates nothing to users).";
+}
+
+// No root, with systemd (cgroup_systemd_scope.h): where the driver's v2 cgroup is not
+// its to write, the user manager moves the driver into a delegated scope of its own
+// and the pool's tree is made there (the spawners, the driver's children, follow it).
+// Not when cgroups are off, a parent was given, the hierarchy is v1 (nothing is
+// delegated there) or the tree is read-only (a container: no manager can change that).
+std::unique_ptr<CgroupTree> tree_in_delegated_scope(const PoolOptions& options,
+                                                    const CgroupTreeOptions& tree_options,
+                                                    std::uint32_t slots, std::string& why_not) {
+  if (cgroups_disabled_by_environment() || !options.memory_cgroup_parent.empty()) return nullptr;
+  const CgroupHierarchy hierarchy = find_memory_hierarchy();
+  const bool v2 = hierarchy.version == CgroupVersion::kV2 ||
+                  (hierarchy.version == CgroupVersion::kNone && !hierarchy.v2_dir.empty());
+  if (!v2 || read_only(hierarchy.version == CgroupVersion::kV2 ? hierarchy.dir : hierarchy.v2_dir))
+    return nullptr;
+  std::uint64_t bits = 0;
+  if (getrandom(&bits, sizeof bits, 0) != sizeof bits) bits = static_cast<std::uint64_t>(monotonic_ns());
+  std::string why;
+  if (!start_delegated_scope(delegated_scope_request(getpid(), bits), std::chrono::seconds(15),
+                             why)) {
+    why_not += "; " + why;
+    return nullptr;
+  }
+  std::string why_in_scope;
+  std::unique_ptr<CgroupTree> tree = CgroupTree::create(tree_options, slots, why_in_scope);
+  if (!tree) why_not = "in the delegated scope systemd gave: " + why_in_scope;
+  return tree;
 }
 
 const char* oom_count_name(const OomKillCount& count) {
@@ -74,6 +109,7 @@ PoolMemory::PoolMemory(const PoolOptions& options, std::uint32_t slots,
   tree_options.parent_dir = options.memory_cgroup_parent;
   std::string why_not;
   tree_ = CgroupTree::create(tree_options, slots, why_not);
+  if (!tree_) tree_ = tree_in_delegated_scope(options, tree_options, slots, why_not);
   const CgroupHierarchy hierarchy = hierarchy_for(options);
   // Without slot cgroups the commands stay in the driver's memory cgroup: its counter
   // (readable also in a read-only tree) tells OOM kills apart from other SIGKILLs.
