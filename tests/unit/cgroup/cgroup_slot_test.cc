@@ -81,7 +81,7 @@ std::string limit_file(const HandMadeSlot& made) {
                                                           : "/memory.max";
 }
 
-TEST_CASE("a command joins its slot's cgroup before exec; the spawner stays put",
+TEST_CASE("a command joins its slot's cgroup before exec, and the spawner stays put",
           "[cgroup][slot]") {
   with_slot(GENERATE(false, true), false, [](const TestCgroup&, HandMadeSlot& made) {
     const CgroupVersion version = made.slot.config().version;

@@ -113,7 +113,7 @@ TEST_CASE("what direct exec leaves to sh", "[command][direct]") {
   CHECK(inner.seen().back().command.argv == Words{"/bin/ls", "/"});
 }
 
-TEST_CASE("a program that cannot start runs through sh; other failures stand", "[command][direct]") {
+TEST_CASE("a program that cannot start runs through sh, and other failures stand", "[command][direct]") {
   std::vector<Words> argvs;
   FakeLayer exec_fails([&](PreparedCommand& c) {
     argvs.push_back(c.command.argv);

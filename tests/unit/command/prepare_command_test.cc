@@ -45,7 +45,7 @@ TEST_CASE("the cwd is made absolute against the driver's now", "[command][prepar
   CHECK(absolute == "/absolute/elsewhere");
 }
 
-TEST_CASE("no environment is the driver's at the door; one given is kept", "[command][prepare]") {
+TEST_CASE("no environment is the driver's at the door, and one given is kept", "[command][prepare]") {
   setenv("SPAWNPOOL_TEST_DOOR", "before", 1);
   Command command;
   command.argv = {"true"};

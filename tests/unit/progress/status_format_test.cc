@@ -54,7 +54,7 @@ TEST_CASE("the head is what scripts parse: [DONE/TOTAL PCT%], elapsed, left") {
   CHECK(m[6] == "1:02:05");
 }
 
-TEST_CASE("100% only when every command is done; a total below done is raised") {
+TEST_CASE("100% only when every command is done, and a total below done is raised") {
   StatusView view;
   view.done = 999;
   view.total = 1000;
