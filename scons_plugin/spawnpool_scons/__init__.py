@@ -53,6 +53,7 @@ _stale = True               # start or resize the pool at the next spawn
 _decided = None             # None: the option's value may still change; then True/False
 _given_up = False           # stock spawning for good
 _exit_registered = False
+_line_wanted = None         # None: not asked yet; then whether a status line is on
 
 # --- set once by enable() ------------------------------------------------------------
 _enabled = False
@@ -137,11 +138,17 @@ def find_build_task():
 def _status_session():
     """The session whose status line follows the build, or None (main thread or the
     Taskmaster's lock: see progress.py)."""
+    global _line_wanted
     if not _option_on():
         return None
     values = getattr(_parser(), 'values', None)
     if any(getattr(values, name, False) for name in ('clean', 'no_exec', 'question', 'silent')):
         return None             # nothing runs, or nothing may be printed
+    if _session is None:
+        if _line_wanted is None:
+            _line_wanted = _settings().status_mode() is not None
+        if not _line_wanted:
+            return None         # the pool starts at the first command, as without a line
     session = _session if not _stale else _checkout()
     return session if session is not None and session.status is not None else None
 
