@@ -7,6 +7,7 @@
 #include "worker_pool/cgroup/cgroup_systemd_scope.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <string>
@@ -53,21 +55,44 @@ class ScopedEnv {
   std::string old_;
 };
 
+// Whether a whole line arrives on `fd` within `limit` (poll: the daemon may never write).
+bool printed_a_line(int fd, std::chrono::milliseconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  char c = 0;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        end - std::chrono::steady_clock::now());
+    pollfd p{fd, POLLIN, 0};
+    if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
+    const ssize_t n = read(fd, &c, 1);
+    if (n <= 0) return false;  // the daemon exited before it listened
+    if (c == '\n') return true;
+  }
+}
+
 // A dbus-daemon of this test's own, on a socket in a temporary directory; killed by pid
-// and reaped at the end.
+// and reaped at the end. Ready once it prints its address (--print-address): it does
+// that after listen(), whereas the socket file exists from bind() on, and a connect in
+// between is refused (the fake manager then failed to start under a loaded ctest -j2).
 class PrivateBus {
  public:
   explicit PrivateBus(const std::string& dir) {
     address_ = "unix:path=" + dir + "/bus";
     const std::string listen = "--address=" + address_;
+    int out[2];
+    if (pipe2(out, O_CLOEXEC) != 0) return;
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
     const char* argv[] = {"dbus-daemon", "--session", "--nofork", "--nopidfile",
-                          listen.c_str(), nullptr};
-    if (posix_spawnp(&pid_, "dbus-daemon", nullptr, nullptr, const_cast<char**>(argv),
+                          "--print-address=1", listen.c_str(), nullptr};
+    if (posix_spawnp(&pid_, "dbus-daemon", &actions, nullptr, const_cast<char**>(argv),
                      environ) != 0)
       pid_ = -1;
-    const std::string socket = dir + "/bus";
-    ready_ = pid_ > 0 && wait_until([&] { return access(socket.c_str(), F_OK) == 0; },
-                                    std::chrono::seconds(10));
+    posix_spawn_file_actions_destroy(&actions);
+    close(out[1]);
+    ready_ = pid_ > 0 && printed_a_line(out[0], std::chrono::seconds(10));
+    close(out[0]);
   }
   ~PrivateBus() {
     if (pid_ <= 0) return;

@@ -186,7 +186,7 @@ TEST_CASE_METHOD(test::StoreFixture, "the store keeps max_rows rows, dropping th
   CHECK(reopened.snapshot.find_exact(16));
 }
 
-TEST_CASE_METHOD(test::StoreFixture, "flush writes everything recorded before it; the writer batches on its own", "[memory][history]") {
+TEST_CASE_METHOD(test::StoreFixture, "flush writes everything recorded before it, and the writer batches on its own", "[memory][history]") {
   HistoryStoreOptions options = fast_options();
   options.flush_batch = 8;
   options.flush_interval = std::chrono::hours(1);  // only the batch size or flush() write
