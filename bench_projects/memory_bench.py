@@ -23,7 +23,13 @@ not have yet are skipped with the reason. Every run reports: exit status, OOM ki
 cap cgroup's memory.oom_control), lost outputs (every expected output exists and is
 right), wall time, CPU, the cap cgroup's peak usage.
 
-usage: memory_bench.py [--quick] [--rounds K] [--admission-runs N] [--cap MIB]
+The cap is a cgroup v1 or v2 memory cgroup (memory_cgroup.py): root on v1, root or a
+delegated subtree on v2. `--small` is the tree for a guest under TCG (memory_bench_vm): 6 directories
+of 6 compiles, every size x0.125 (max 165 MiB, link 96 MiB), cap 448 MiB.
+`--environment TEXT` names where it ran in the results (default: cgroup version and user).
+
+usage: memory_bench.py [--quick] [--small] [--rounds K] [--admission-runs N] [--cap MIB]
+                       [--dirs N] [--files N] [--mib-scale X] [--environment TEXT]
                        [--variants LIST] [--out DIR] [--work DIR] [--keep]
 Writes OUT/memory.json (default build/bench-memory, quick: build/bench-memory-quick) and
 prints the report section (memory_report.py). Progress goes to stderr.
@@ -56,11 +62,16 @@ import spawn_bench  # noqa: E402  (machine_info, rotated)
 # dispatch and the page touching, so fewer heavy compiles overlap); -j5 failed 5 of 6;
 # -j6..8 and --process-spawner -j8 failed every build, in the `codegen` directory.
 DEFAULT_CAP_MIB = 3584
+# --small, for a guest under TCG (user code 5-20x slower, page touching ~25 MiB/s, SCons
+# ~1 s of driver CPU per command): 6 directories of 6 compiles, sizes x0.125 (max 165
+# MiB). memory_tree.simulate under 448 MiB: -j1..4 never fail, -j6..8 always do.
+SMALL = {"dirs": 6, "files": 6, "mib_scale": 0.125, "cap_mib": 448}
 MAX_JOBS = 8
 LADDER = [f"stock-j{j}" for j in range(1, MAX_JOBS + 1)]
 POOL_VARIANTS = ["pool-j8", "admit-cold", "admit-warm", "admit-warm-ro"]
 WARM = ("admit-warm", "admit-warm-ro")
 ERROR_LINE = re.compile(r"scons: \*\*\* \[(.+?)\] (.*)")
+MEMORY_MODE_LINE = re.compile(r"memory measured by: (.*)")
 POOL_SITE_INIT = "import spawnpool_scons\nspawnpool_scons.enable()\n"
 
 
@@ -70,7 +81,9 @@ def variant_args(variant, history=None):
         return int(variant[len("stock-j"):]), []
     options = ["--process-spawner"]
     if variant.startswith("admit-"):
-        options += ["--process-spawner-memory=auto", f"--process-spawner-history={history}"]
+        # --process-spawner-stats: its "memory measured by:" line says the peak source.
+        options += ["--process-spawner-memory=auto", f"--process-spawner-history={history}",
+                    "--process-spawner-stats"]
     return MAX_JOBS, options
 
 
@@ -79,7 +92,7 @@ class Bench:
 
     def __init__(self, args):
         self.args = args
-        self.params = replace(memory_tree.Params(), seed=args.seed, time_scale=args.time_scale)
+        self.params = tree_params(args)
         self.work = args.work
         self.tree = os.path.join(self.work, "tree")
         self.bin = os.path.join(self.work, "bin")
@@ -159,8 +172,8 @@ class Bench:
         with memory_cgroup.MemoryCap(self.args.cap_mib << 20) as cap, \
                 open(log_path, "w") as log:
             start = time.monotonic()
-            proc = subprocess.Popen(cap.command([self.tree_rusage, rusage_path] + command,
-                                                read_only_tree=variant.endswith("-ro")),
+            proc = subprocess.Popen(cap.command(command, read_only_tree=variant.endswith("-ro"),
+                                                wrapper=[self.tree_rusage, rusage_path]),
                                     cwd=self.tree, env=self.env(variant not in LADDER),
                                     stdout=log, stderr=subprocess.STDOUT)
             try:
@@ -182,6 +195,8 @@ class Bench:
         # memory option's ("--process-spawner-memory: no per-slot memory cgroups ...").
         record["pool_fallback"] = "warning: --process-spawner:" in log_text
         record["no_slot_cgroups"] = "no per-slot memory cgroups" in log_text
+        mode = MEMORY_MODE_LINE.search(log_text)
+        record["memory_mode"] = mode.group(1).strip() if mode else None
         problems = memory_tree.verify(self.params, self.tree)
         record["lost_outputs"] = len(problems)
         record["lost_examples"] = [f"{p} {why}" for p, why in problems[:5]]
@@ -231,6 +246,30 @@ class Bench:
             return (f"the plugin fell back to stock spawning (a command's parent was "
                     f"{parent!r}): {p.stdout.strip()[-400:]}")
         return None
+
+
+def tree_params(args):
+    """The tree's parameters: the default tree, --files compiles per directory and every
+    size (compiles, archives, link) times --mib-scale."""
+    p = memory_tree.Params()
+    scale = args.mib_scale
+
+    def scaled(mib, least=1):
+        return max(least, round(mib * scale))
+
+    return replace(p, seed=args.seed, time_scale=args.time_scale, dirs=args.dirs,
+                   files=args.files,
+                   p50_mib=scaled(p.p50_mib), p99_mib=scaled(p.p99_mib),
+                   min_mib=scaled(p.min_mib, 2), max_mib=scaled(p.max_mib),
+                   archive_mib=scaled(p.archive_mib, 4), link_mib=scaled(p.link_mib))
+
+
+def describe_environment():
+    """Where this runs, for the results: the cap's cgroup version and the user (the
+    kernel is in the machine's information)."""
+    found = memory_cgroup.own_memory_cgroup()
+    where = f"cgroup v{found[2]}" if found else "no cgroup"
+    return f"{where}, {'root' if os.geteuid() == 0 else 'unprivileged'}"
 
 
 def compile_c(source, out):
@@ -318,8 +357,17 @@ def parse_args(argv=None):
     ap.add_argument("--reference", choices=LADDER,
                     help="the static -j to pair with, instead of the ladder's fastest safe one")
     ap.add_argument("--admission-runs", type=int, help="paired rounds (10; quick 2)")
-    ap.add_argument("--cap", dest="cap_mib", type=int, default=DEFAULT_CAP_MIB,
-                    help=f"memory cap in MiB (default {DEFAULT_CAP_MIB})")
+    ap.add_argument("--small", action="store_true",
+                    help="the tree for a guest under TCG: 6 directories of 6 compiles, sizes "
+                         "x0.125, cap 448 MiB (each overridable)")
+    ap.add_argument("--cap", dest="cap_mib", type=int,
+                    help=f"memory cap in MiB (default {DEFAULT_CAP_MIB}; small "
+                         f"{SMALL['cap_mib']})")
+    ap.add_argument("--dirs", type=int, help="directories (8; small 6)")
+    ap.add_argument("--files", type=int, help="compiles per directory (30; small 6)")
+    ap.add_argument("--mib-scale", type=float, help="every size times this (1.0; small 0.125)")
+    ap.add_argument("--environment", help="where this runs, for the report (default: the "
+                                          "cgroup version, the user and the kernel)")
     ap.add_argument("--seed", type=int, default=memory_tree.Params.seed)
     ap.add_argument("--time-scale", type=float, help="hold-time factor (1.0; quick 0.5)")
     ap.add_argument("--variants", default=",".join(LADDER + POOL_VARIANTS),
@@ -339,6 +387,12 @@ def parse_args(argv=None):
     args.rounds = default(args.rounds, 1, 3)
     args.admission_runs = default(args.admission_runs, 2, 10)
     args.time_scale = default(args.time_scale, 0.5, 1.0)
+    small = args.small
+    args.cap_mib = args.cap_mib or (SMALL["cap_mib"] if small else DEFAULT_CAP_MIB)
+    args.dirs = args.dirs or (SMALL["dirs"] if small else memory_tree.Params.dirs)
+    args.files = args.files or (SMALL["files"] if small else memory_tree.Params.files)
+    args.mib_scale = args.mib_scale or (SMALL["mib_scale"] if small else 1.0)
+    args.environment = args.environment or describe_environment()
     args.out = os.path.abspath(args.out or os.path.join(
         REPO, "build", "bench-memory-quick" if args.quick else "bench-memory"))
     args.pool_path = os.path.abspath(args.pool_path)
@@ -389,7 +443,9 @@ def run(args):
                 unavailable[v] = why
                 print(f"memory_bench: skipping {v}: {why}", file=sys.stderr)
     result = {"machine": spawn_bench.machine_info(), "started": started, "duration_s": 0,
-              "complete": False, "quick": args.quick, "cap_mib": args.cap_mib,
+              "complete": False, "quick": args.quick, "small": args.small,
+              "environment": args.environment, "cap_mib": args.cap_mib,
+              "cgroup_version": (memory_cgroup.own_memory_cgroup() or (0, 0, None))[2],
               "params": asdict(bench.params), "distribution": m["distribution"],
               "commands": len(m["commands"]), "rounds": args.rounds,
               "admission_runs": args.admission_runs, "reference": None,

@@ -899,13 +899,16 @@ def main():
 
 def keep_other_sections(markdown, text, keep_pythons):
     """text with the sections of the old report that this run has no results for: the
-    memory benchmark's (memory_report.py writes it), the before/after tables
+    memory benchmark's and its rows by environment (memory_report.py writes them), the
+    before/after tables
     (compare_spawn.py), and the CPython one without build_pythons.json."""
     if not os.path.exists(markdown):
         return text
     with open(markdown) as f:
         old = f.read()
-    kept = [(memory_report.BEGIN, memory_report.END), (compare_spawn.BEGIN, compare_spawn.END)]
+    kept = [(memory_report.BEGIN, memory_report.END),
+            (memory_report.ENV_BEGIN, memory_report.ENV_END),
+            (compare_spawn.BEGIN, compare_spawn.END)]
     if keep_pythons:
         kept.append((report_pythons.BEGIN, report_pythons.END))
     for begin, end in kept:

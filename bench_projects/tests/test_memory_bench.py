@@ -240,3 +240,43 @@ def test_report_falls_back_to_a_lower_reference_when_the_paired_one_failed():
     assert not paired and len(ratios) == 1 and ratios[0] < 0.5
     text = memory_report.section(result)
     assert "| 2 (reference) |" in text and "not paired" in text
+
+
+def test_environment_rows_replace_their_own_and_keep_the_others(tmp_path):
+    v1 = dict(fake_result(), environment="cgroup v1, root", command_line="memory_bench.py")
+    v1["machine"] = {"kernel": "6.18", "commit": "abc1234"}
+    v2 = dict(v1, environment="cgroup v2, root (guest)",
+              machine={"kernel": "6.1", "commit": "abc1234"})
+    text = memory_report.environments_section([v1, v2])
+    assert text.startswith(memory_report.ENV_BEGIN + "\n### By environment")
+    assert "| cgroup v1, root | 6.18 |" in text and "| cgroup v2, root (guest) | 6.1 |" in text
+    assert "0.50 [0.50–0.50]x (paired per round) | met |" in text
+    # The v2 run again, slower: its row is replaced, the v1 row kept as it was.
+    slower = dict(v2, runs=[dict(r, wall_s=r["wall_s"] * 2) if r["variant"] == "admit-warm"
+                            else r for r in v2["runs"]])
+    again = memory_report.environments_section([slower], old=text)
+    assert again.count("| cgroup v1, root |") == 1 and again.count("| cgroup v2, root") == 1
+    assert "1.00 [1.00–1.00]x (paired per round) | **missed** |" in again
+    assert [line for line in again.splitlines() if line.startswith("| cgroup v1")] == \
+        [line for line in text.splitlines() if line.startswith("| cgroup v1")]
+    # Written right after the memory section the first time, in place afterwards.
+    markdown = tmp_path / "benchmarks.md"
+    markdown.write_text(memory_report.section(v1) + "\n## After\n")
+    for _ in range(2):
+        path = tmp_path / "v2.json"
+        path.write_text(__import__("json").dumps(v2))
+        assert memory_report.main(["memory_report.py", "--environments", str(path),
+                                   "--markdown", str(markdown)]) == 0
+    doc = markdown.read_text()
+    assert doc.count(memory_report.ENV_BEGIN) == 1
+    assert doc.index(memory_report.END) < doc.index(memory_report.ENV_BEGIN) < doc.index("## After")
+
+
+def test_cap_command_keeps_a_wrapper_out_of_a_v2_cap():
+    cap = memory_cgroup.MemoryCap(1 << 30)
+    cap.path, cap.version = "/sys/fs/cgroup/membench-x", 2
+    command = cap.command(["scons"], wrapper=["tree_rusage", "r.json"])
+    assert command[:3] == ["tree_rusage", "r.json", "/bin/sh"] and command[-1] == "scons"
+    cap.version = 1
+    command = cap.command(["scons"], wrapper=["tree_rusage", "r.json"])
+    assert command[0] == "/bin/sh" and command[-3:] == ["tree_rusage", "r.json", "scons"]

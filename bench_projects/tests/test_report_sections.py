@@ -31,6 +31,15 @@ def test_full_report_keeps_the_memory_section(tmp_path):
     assert text.endswith(memory)
 
 
+def test_full_report_keeps_the_memory_rows_by_environment(tmp_path):
+    memory = f"{memory_report.BEGIN}\n## Memory benchmark\n\nmeasured\n{memory_report.END}\n"
+    rows = f"{memory_report.ENV_BEGIN}\n### By environment\n\n| v2 |\n{memory_report.ENV_END}\n"
+    markdown = tmp_path / "benchmarks.md"
+    markdown.write_text("# Benchmarks\n\nold\n\n" + memory + "\n" + rows)
+    text = report.keep_other_sections(str(markdown), "# Benchmarks\n\nnew\n", keep_pythons=True)
+    assert text.endswith(memory + "\n" + rows)
+
+
 def test_compare_spawn_replaces_its_table_of_the_same_title(tmp_path):
     import json
     import compare_spawn
