@@ -87,8 +87,9 @@ bool HistoryStore::flush() {
   std::unique_lock<std::mutex> lock(mutex_);
   if (!writing_) return false;
   const std::uint64_t target = recorded_;
+  if (settled_ >= target) return true;  // nothing pending: no request left to go stale
   const std::uint64_t round = rounds_;
-  flush_requested_ = true;
+  flush_target_ = std::max(flush_target_, target);
   wake_writer_.notify_one();
   // The round under way may have taken its batch before the last record: the one after
   // it has everything.
@@ -122,13 +123,12 @@ void HistoryStore::writer_loop() {
   std::vector<BuildRecord> builds;
   for (;;) {
     wake_writer_.wait(lock, [&] {
-      return stop_ || flush_requested_ || !pending_.empty() || !pending_builds_.empty();
+      return stop_ || flush_target_ > settled_ || !pending_.empty() || !pending_builds_.empty();
     });
     wake_writer_.wait_for(lock, options_.flush_interval, [&] {
-      return stop_ || flush_requested_ || pending_.size() >= options_.flush_batch;
+      return stop_ || flush_target_ > settled_ || pending_.size() >= options_.flush_batch;
     });
     const bool stopping = stop_;
-    flush_requested_ = false;
     batch.swap(pending_);
     builds.swap(pending_builds_);
     lock.unlock();
@@ -149,6 +149,9 @@ void HistoryStore::writer_loop() {
       batch.clear();
       builds.clear();
     } else if (status == HistoryStatus::kBusy && !stopping) {
+      // The flushes waiting give up after this round and the next; the next waits its
+      // interval rather than retrying at once against a locked store.
+      flush_target_ = settled_;
       batch.insert(batch.end(), pending_.begin(), pending_.end());  // oldest first again
       pending_.swap(batch);
       batch.clear();

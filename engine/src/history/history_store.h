@@ -98,7 +98,7 @@ class HistoryStore {
   std::uint64_t recorded_ = 0;           // records accepted; guarded by mutex_
   std::uint64_t settled_ = 0;            // records written or dropped; guarded by mutex_
   std::uint64_t rounds_ = 0;             // writer rounds finished; guarded by mutex_
-  bool flush_requested_ = false;         // guarded by mutex_
+  std::uint64_t flush_target_ = 0;       // a flush() waits for settled_ to reach it; mutex_
   bool stop_ = false;                    // guarded by mutex_
   bool writing_ = false;                 // the writer still writes; guarded by mutex_
   std::once_flag warned_;

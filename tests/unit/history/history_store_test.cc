@@ -7,8 +7,10 @@
 #include <sys/wait.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/src/history/history_store.h"
@@ -191,8 +193,12 @@ TEST_CASE_METHOD(test::StoreFixture, "flush writes everything recorded before it
   options.flush_batch = 8;
   options.flush_interval = std::chrono::hours(1);  // only the batch size or flush() write
   HistoryStore store(path, options, warnings.sink());
-  CHECK(store.flush());  // nothing pending
-  for (std::uint64_t n = 1; n <= 8; ++n) store.record(test_key(n), kMiB, 1);
+  CHECK(store.flush());  // nothing pending: leaves no request behind for the next round
+  store.record(test_key(1), kMiB, 1);
+  // Time for the writer to wake on the first record: a stale flush request would have it
+  // write that one alone, and the seven after it would wait for the hour.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  for (std::uint64_t n = 2; n <= 8; ++n) store.record(test_key(n), kMiB, 1);
   // A full batch is written without a flush.
   CHECK(test::wait_until([&] { return sql(path, "SELECT count(*) FROM commands") == "8"; }));
   store.record(test_key(100), kMiB, 1);
