@@ -74,3 +74,16 @@ def test_system_python_is_the_full_column():
     if r.stdout.strip() != matrix.SYSTEM_PYTHON_VERSION:
         pytest.skip('%s is %s here; the table is for %s' % (
             matrix.SYSTEM_PYTHON, r.stdout.strip(), matrix.SYSTEM_PYTHON_VERSION))
+
+
+def test_debian_scons_is_the_release_without_a_full_cell():
+    """The matrix leaves out the full cell of DEBIAN_RELEASE because the regular suites run
+    it with Debian's /usr/bin/scons: that holds only while Debian's scons is that release."""
+    r = subprocess.run(['/usr/bin/scons', '--version'], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip('/usr/bin/scons does not run here')
+    found = re.search(r'SCons: v(\d+\.\d+\.\d+)', r.stdout)
+    assert found, r.stdout
+    assert found.group(1) == matrix.DEBIAN_RELEASE, (
+        "Debian's scons is %s: set DEBIAN_RELEASE, or the matrix loses a full cell"
+        % found.group(1))
