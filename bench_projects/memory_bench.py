@@ -25,7 +25,7 @@ right), wall time, CPU, the cap cgroup's peak usage.
 
 The cap is a cgroup v1 or v2 memory cgroup (memory_cgroup.py): root on v1, root or a
 delegated subtree on v2. `--small` is the tree for a guest under TCG (memory_bench_vm): 6 directories
-of 6 compiles, every size x0.125 (max 165 MiB, link 96 MiB), cap 448 MiB.
+of 6 compiles, every size x0.125 (max 165 MiB, link 96 MiB), hold times x8, cap 352 MiB.
 `--environment TEXT` names where it ran in the results (default: cgroup version and user).
 
 usage: memory_bench.py [--quick] [--small] [--rounds K] [--admission-runs N] [--cap MIB]
@@ -62,10 +62,11 @@ import spawn_bench  # noqa: E402  (machine_info, rotated)
 # dispatch and the page touching, so fewer heavy compiles overlap); -j5 failed 5 of 6;
 # -j6..8 and --process-spawner -j8 failed every build, in the `codegen` directory.
 DEFAULT_CAP_MIB = 3584
-# --small, for a guest under TCG (user code 5-20x slower, page touching ~25 MiB/s, SCons
-# ~1 s of driver CPU per command): 6 directories of 6 compiles, sizes x0.125 (max 165
-# MiB). memory_tree.simulate under 448 MiB: -j1..4 never fail, -j6..8 always do.
-SMALL = {"dirs": 6, "files": 6, "mib_scale": 0.125, "cap_mib": 448}
+# --small, for a guest under TCG (user code 5-20x slower, page touching 25-100 MiB/s, SCons
+# 0.4-1.3 s of driver time per command): 6 directories of 6 compiles, sizes x0.125 (max
+# 165 MiB), hold times x8. With the hold times x1 the guest's SCons dispatched too slowly
+# for heavy compiles to overlap: stock -j2..-j8 all peaked at 200-230 MiB (6.1, TCG).
+SMALL = {"dirs": 6, "files": 6, "mib_scale": 0.125, "cap_mib": 352, "time_scale": 8.0}
 MAX_JOBS = 8
 LADDER = [f"stock-j{j}" for j in range(1, MAX_JOBS + 1)]
 POOL_VARIANTS = ["pool-j8", "admit-cold", "admit-warm", "admit-warm-ro"]
@@ -359,7 +360,7 @@ def parse_args(argv=None):
     ap.add_argument("--admission-runs", type=int, help="paired rounds (10; quick 2)")
     ap.add_argument("--small", action="store_true",
                     help="the tree for a guest under TCG: 6 directories of 6 compiles, sizes "
-                         "x0.125, cap 448 MiB (each overridable)")
+                         "x0.125, hold times x8, cap 352 MiB (each overridable)")
     ap.add_argument("--cap", dest="cap_mib", type=int,
                     help=f"memory cap in MiB (default {DEFAULT_CAP_MIB}; small "
                          f"{SMALL['cap_mib']})")
@@ -386,8 +387,8 @@ def parse_args(argv=None):
 
     args.rounds = default(args.rounds, 1, 3)
     args.admission_runs = default(args.admission_runs, 2, 10)
-    args.time_scale = default(args.time_scale, 0.5, 1.0)
     small = args.small
+    args.time_scale = default(args.time_scale, 0.5, SMALL["time_scale"] if small else 1.0)
     args.cap_mib = args.cap_mib or (SMALL["cap_mib"] if small else DEFAULT_CAP_MIB)
     args.dirs = args.dirs or (SMALL["dirs"] if small else memory_tree.Params.dirs)
     args.files = args.files or (SMALL["files"] if small else memory_tree.Params.files)

@@ -353,8 +353,9 @@ def environment_rows(result):
     ref_s = summary(result, ref) if ref else None
     stock8 = summary(result, "stock-j8")
     p = result["params"]
-    tree = (f"{result['distribution']['count']} compiles (max {p['max_mib']:,} MiB), cap "
-            f"{result['cap_mib']:,} MiB")
+    holds = f", hold times x{p['time_scale']:g}" if p["time_scale"] != 1 else ""
+    tree = (f"{result['distribution']['count']} compiles (max {p['max_mib']:,} MiB{holds}), "
+            f"cap {result['cap_mib']:,} MiB")
     for v in WARM_VARIANTS:
         s = summary(result, v)
         if not s["runs"]:
@@ -380,7 +381,12 @@ WARM_VARIANTS = ("admit-warm", "admit-warm-ro")
 
 def environment_commands(result):
     """{environment name: how the run was made} for the notes under the table."""
-    how = f"`{result.get('command_line', '?')}` at {result['machine'].get('commit', '?')}"
+    loads = [r["loadavg_before"] for r in result["runs"] if "loadavg_before" in r]
+    how = (f"`{result.get('command_line', '?')}` at {result['machine'].get('commit', '?')}, "
+           f"{len(result['runs'])} builds in {result['duration_s'] / 60:.0f} min")
+    if loads:
+        how += (f", 1-minute load {min(loads):.1f}–{max(loads):.1f} (median "
+                f"{statistics.median(loads):.1f})")
     if result.get("how"):
         how = f"{result['how']}: {how}"
     return {environment_name(result, v): how for v in WARM_VARIANTS
@@ -410,7 +416,11 @@ def environments_section(results, old=None):
            "static `-j` that never failed in that run (median of the ratios paired per "
            "round, or of medians where that `-j` did not run in every round). Rows with "
            f"fewer than {ADMISSION_RUNS_TARGET} builds or a smaller tree ran in a guest "
-           "under TCG (user code 5-20x slower): the verdict column says how many builds.",
+           "under TCG (user code 5-20x slower): the verdict column says how many builds. "
+           "\"Peaks measured by\" is the source `--process-spawner-stats` names (that of "
+           "the build's first measured command). A row's other variants and its ladder are "
+           "in that run's own `memory_report.py` section; only the run named in the "
+           "section above is printed in full.",
            ""] + ENV_HEADER + list(rows.values())
     if commands:
         out += ["", "Made by:", ""] + [f"- {n}: from {h}" for n, h in commands.items()]
