@@ -81,7 +81,7 @@ struct Names {
   PyObject *peak_memory_bytes, *memory_source, *oom_killed, *oom_retries,
       *predicted_peak_bytes, *memory_wait_ns, *predicted_in_use_bytes,
       *measured_in_use_bytes, *slot_wait_ns, *local_slot_wait_ns, *jobserver_wait_ns;
-  PyObject* source_names[3];  // "none" is never set: the field's default is None
+  PyObject* source_names[4];  // "none" is never set: the field's default is None
 };
 Names g_names;
 
@@ -100,7 +100,7 @@ void make_names() {
                   intern("memory_wait_ns"), intern("predicted_in_use_bytes"),
                   intern("measured_in_use_bytes"), intern("slot_wait_ns"),
                   intern("local_slot_wait_ns"), intern("jobserver_wait_ns"),
-                  {nullptr, intern("rusage"), intern("cgroup")}};
+                  {nullptr, intern("rusage"), intern("cgroup"), intern("cgroup_sampled")}};
 }
 
 py::object attribute(py::handle object, PyObject* name) {
@@ -159,7 +159,7 @@ void set_field(PyObject* fields, PyObject* name, PyObject* value) {
 // the admission's only where set, so that a pool without a budget pays two fields.
 void set_memory_fields(PyObject* d, const spawnpool::Result& r) {
   const auto source = static_cast<std::size_t>(r.memory_source);
-  if (source == 0 || source > 2) return;
+  if (source == 0 || source > 3) return;
   set_field(d, g_names.peak_memory_bytes, PyLong_FromLongLong(r.peak_memory_bytes));
   Py_INCREF(g_names.source_names[source]);
   set_field(d, g_names.memory_source, g_names.source_names[source]);

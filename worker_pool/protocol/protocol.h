@@ -101,7 +101,7 @@ inline constexpr const char kReachDescendantsArgument[] = "descendants";
 /// Reply flags.
 enum ReplyFlags : std::uint32_t {
   kWaiterPinned = 1u << 0,  // the spawner pinned waiter_tid to its CPU: the driver restores
-  kMemoryFromCgroup = 1u << 1,  // peak_memory_bytes is the slot cgroup's, not ru_maxrss
+  kMemoryFromCgroup = 1u << 1,  // peak_memory_bytes is the command's cgroup's, not ru_maxrss
   kOomKilled = 1u << 2,     // the OOM killer killed a process of the slot while it ran
   // The give-backs after a same-CPU hand-off (cpu_affinity.h, give_back_cpus), which the
   // driver reports (once). kCpusWidened: the kernel refused the spawner its own CPU set
@@ -110,6 +110,9 @@ enum ReplyFlags : std::uint32_t {
   // pin; the driver puts the spawner's set back from outside and gives no more hints.
   kCpusWidened = 1u << 3,
   kCpusNotGivenBack = 1u << 4,
+  // With kMemoryFromCgroup: the peak is the highest of memory.current samples taken while
+  // the command ran (no memory.peak: v2 before 5.19), not the cgroup's own peak.
+  kMemorySampled = 1u << 5,
 };
 
 struct ReplyHeader {

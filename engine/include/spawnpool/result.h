@@ -13,7 +13,13 @@ namespace spawnpool {
 enum class MemorySource : std::int32_t {
   kNone = 0,    ///< nothing was measured (the command never ran)
   kRusage = 1,  ///< ru_maxrss: the largest single process of the command, not their sum
-  kCgroup = 2,  ///< the slot's cgroup: everything the command started, together
+  /// memory.peak of the command's own cgroup (v2, a cgroup per command), or of its slot's
+  /// (v1, reset before each command): everything the command started, together.
+  kCgroup = 2,
+  /// The highest memory.current of the command's own cgroup, sampled while it ran (v2
+  /// kernels without memory.peak, before 5.19): the whole tree, but a peak shorter than
+  /// the sampling interval may be missed. Never below ru_maxrss.
+  kCgroupSampled = 3,
 };
 
 struct Result {

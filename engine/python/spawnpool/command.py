@@ -39,7 +39,9 @@ STAGES = ('request', 'chdir', 'exec', 'spawner', 'spawner_died', 'pool_closed')
 
 _getcwd = os.getcwd
 # Result.memory_source -> the build's memory mode, as the statistics and the report say it.
-_MEMORY_MODES = {'cgroup': 'cgroup per command', 'rusage': 'largest process (ru_maxrss)'}
+_MEMORY_MODES = {'cgroup': 'cgroup per command',
+                 'cgroup_sampled': 'cgroup per command, memory.current sampled',
+                 'rusage': 'largest process (ru_maxrss)'}
 _fspath = os.fspath
 
 
@@ -112,7 +114,7 @@ class Result(types.SimpleNamespace):
     received_ns = 0
     launch_ns = 0
     # Memory (issue 12): peak of the command (0 unknown), where the figure comes from
-    # (None, 'rusage', 'cgroup'), an OOM kill and its retries, the admission's forecast
+    # (None, 'rusage', 'cgroup', 'cgroup_sampled'), an OOM kill and its retries, the admission's forecast
     # (0: none); at its dispatch, the running commands' predicted peaks and the pool
     # cgroup's measured usage (0: unknown, as without slot cgroups).
     peak_memory_bytes = 0
@@ -132,8 +134,10 @@ class Result(types.SimpleNamespace):
     @property
     def memory_mode(self):
         """What measured this command's peak, as the statistics and the build report name
-        the build's memory mode: 'cgroup per command' (its slot's cgroup), 'largest
-        process (ru_maxrss)' (no slot cgroup: a read-only or unwritable tree), or None."""
+        the build's memory mode: 'cgroup per command' (the command's cgroup's peak, or its
+        slot's on v1), 'cgroup per command, memory.current sampled' (v2 without
+        memory.peak, before 5.19), 'largest process (ru_maxrss)' (no slot cgroup: a
+        read-only or unwritable tree), or None."""
         return _MEMORY_MODES.get(self.memory_source)
 
     @property

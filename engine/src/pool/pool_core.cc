@@ -62,8 +62,9 @@ void take_reply(const protocol::ReplyHeader& h, const JobState& job, Result& r) 
     r.started_ns = h.started_ns;
     r.exited_ns = h.exited_ns;
     r.peak_memory_bytes = h.peak_memory_bytes > 0 ? h.peak_memory_bytes : 0;
-    r.memory_source = (h.flags & protocol::kMemoryFromCgroup) ? MemorySource::kCgroup
-                                                               : MemorySource::kRusage;
+    r.memory_source = !(h.flags & protocol::kMemoryFromCgroup) ? MemorySource::kRusage
+                      : (h.flags & protocol::kMemorySampled)    ? MemorySource::kCgroupSampled
+                                                                 : MemorySource::kCgroup;
     r.oom_killed = (h.flags & protocol::kOomKilled) != 0;
   }
   r.received_ns = h.received_ns;
