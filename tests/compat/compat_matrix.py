@@ -69,13 +69,9 @@ FULL_SUITE = ['tests/scons', 'tests/distributed/test_distcc_build.py',
 CORE_SUITE = ['tests/scons/test_stock_equivalence.py', 'tests/scons/test_failures.py',
               'tests/scons/test_interrupts.py']
 # Tests whose expectation holds for the legacy scheduler only, left out of NewParallel
-# cells with the reason (printed with the matrix; reported to the lead, issue 11).
-NEWPARALLEL_DESELECTED = {
-    'tests/distributed/test_make_jobserver.py::test_ctrl_c_under_make_starts_nothing_more':
-        "expects 'Build interrupted' on Ctrl-C; NewParallel reports each command that the "
-        "interrupt ended as 'Error -2' or 'Build interrupted.' by a race of its own "
-        "(stock SCons too), and 2 of about 10 NewParallel runs here had only 'Error -2'",
-}
+# cells with the reason (printed with the matrix). None today: the tests read
+# NewParallel's 'Error -2' for an interrupted command as 'Build interrupted.'.
+NEWPARALLEL_DESELECTED = {}
 
 
 class Cell:
