@@ -45,9 +45,15 @@ def scons(root, *args):
     """Run scons --process-spawner in `root`; fail on a process or /dev/shm object left."""
     shm_before = shm_objects()
     (root.parent / 'tmp').mkdir(exist_ok=True)
-    env = base_env(HOME=str(root.parent / 'home'), TMPDIR=str(root.parent / 'tmp'),
+    # The plugin where an installed one is (~/.scons/site_scons, which every SCons reads),
+    # so the report's command line is what a user types, with no path of this checkout.
+    home = root.parent / 'home'
+    (home / '.scons').mkdir(parents=True, exist_ok=True)
+    if not (home / '.scons' / 'site_scons').exists():
+        (home / '.scons' / 'site_scons').symlink_to(SITE_DIR)
+    env = base_env(HOME=str(home), TMPDIR=str(root.parent / 'tmp'),
                    PYTHONPATH=os.pathsep.join(map(str, (MODULE_DIR, PLUGIN_DIR))))
-    argv = [SCONS, '--site-dir=%s' % SITE_DIR, '--process-spawner'] + list(args)
+    argv = [SCONS, '--process-spawner'] + list(args)
     rc, out, err, sid = run_session(argv, root, env)
     left = wait_session_empty(sid)
     if left:
@@ -83,7 +89,8 @@ def test_the_report_of_a_generated_tree(tmp_path):
     assert dom.card('total-failed') == '0'
     assert dom.card('wall-time').endswith(' s')
     subtitle = dom.text('subtitle')
-    assert 'scons' in subtitle and '--process-spawner-report=report.html' in subtitle
+    assert 'scons --process-spawner -j2 --process-spawner-report=report.html' in subtitle
+    assert str(REPO) not in subtitle
     assert '%d commands in' % expected in subtitle
     # The dependencies came through: the chain runs compile -> archive -> ... -> link.
     assert 'through the build' in dom.text('critical-note')
