@@ -1,7 +1,8 @@
 // cgroup_spawner_stub CGROUP-ARGUMENT PROGRAM [ARGS...]: a spawner's cgroup part without
 // the shared memory, for the driver-death tests. It opens its slot (SlotCgroup) from the
-// argument the driver gives a spawner, starts PROGRAM there as the spawner's child will
-// (join the slot before exec, own process group), sends "r" on its lifeline (fd 3, a
+// argument the driver gives a spawner, starts PROGRAM there with the spawner's own
+// start_child() (born in a command cgroup below the slot, or joining the slot, as the
+// spawner's probe would choose; own process group; output to /dev/null), sends "r" on its lifeline (fd 3, a
 // SOCK_SEQPACKET socket) once started, then reads the lifeline: "g" (the driver's
 // goodbye) then EOF is a pool's close, EOF alone the driver's death. Then it cleans up
 // as a spawner will (clean_up_slot_cgroups), reaps PROGRAM and exits 0, or 1 with the
@@ -16,9 +17,9 @@
 #include <string>
 
 #include "worker_pool/cgroup/cgroup_config.h"
-#include "worker_pool/cgroup/cgroup_join.h"
 #include "worker_pool/cgroup/cgroup_slot.h"
 #include "worker_pool/cgroup/cgroup_sweep.h"
+#include "worker_pool/spawner/child_start.h"
 
 namespace {
 
@@ -38,17 +39,25 @@ int main(int argc, char** argv) {
   std::string why;
   SlotCgroup slot;
   if (!decode_slot_cgroup(argv[1], config, why) || !slot.open(config, why)) return fail(why);
-  const pid_t command = fork();
-  if (command < 0) return fail("fork failed");
-  if (command == 0) {
-    if (join_cgroup_from_child(slot.procs_fd()) != 0) _exit(126);
-    setpgid(0, 0);
-    const int null_fd = open("/dev/null", O_RDWR);  // the command's output is not ours
-    dup2(null_fd, 1);
-    close(null_fd);
-    execv(argv[2], argv + 2);
-    _exit(127);
+  slot.begin_command();
+  if (slot.per_command()) {  // the spawner's probe, in short
+    const int error = probe_clone_into_cgroup(slot.command_cgroup_fd());
+    if (error != 0 && !slot.use_slot_cgroup(why)) return fail(why);
+    if (error != 0) slot.begin_command();
   }
+  const int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);  // its output is not ours
+  ChildSetup setup;
+  setup.path = argv[2];
+  setup.argv = argv + 2;
+  setup.envp = environ;
+  setup.stdin_fd = null_fd;
+  setup.stdout_fd = null_fd;
+  setup.cgroup_procs_fd = slot.procs_fd();
+  setup.cgroup_dir_fd = slot.command_cgroup_fd();
+  const ChildStart started = start_child(setup);
+  if (started.pid < 0) return fail("cannot start the command");
+  if (started.cgroup_join_error != 0) return fail("the command did not join its cgroup");
+  const pid_t command = started.pid;
   send(kLifelineFd, "r", 1, MSG_NOSIGNAL);
   bool goodbye = false;
   for (;;) {

@@ -1,5 +1,6 @@
 #include "worker_pool/cgroup/cgroup_kill.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -101,12 +102,34 @@ int signal_cgroup_processes(int dir_fd, int sig) {
   return static_cast<int>(listed.size());
 }
 
+// Depth-first: a cgroup's children are listed by their directories.
+int signal_cgroup_tree(int dir_fd, int sig) {
+  int listed = signal_cgroup_processes(dir_fd, sig);
+  if (listed < 0) return listed;
+  const int listing_fd = open_at(dir_fd, ".", O_RDONLY | O_DIRECTORY);
+  DIR* dir = listing_fd >= 0 ? fdopendir(listing_fd) : nullptr;
+  if (dir == nullptr) {
+    if (listing_fd >= 0) close(listing_fd);
+    return listed;
+  }
+  while (dirent* entry = readdir(dir)) {
+    if (entry->d_type != DT_DIR || entry->d_name[0] == '.') continue;
+    const int child_fd = open_at(dir_fd, entry->d_name, O_RDONLY | O_DIRECTORY);
+    if (child_fd < 0) continue;  // removed meanwhile
+    const int below = signal_cgroup_tree(child_fd, sig);
+    close(child_fd);
+    if (below > 0) listed += below;
+  }
+  closedir(dir);
+  return listed;
+}
+
 bool kill_cgroup_processes(int dir_fd, CgroupVersion version, std::chrono::milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
   if (version == CgroupVersion::kV2 && write_cgroup_kill(dir_fd))
     return wait_unpopulated(dir_fd, deadline);
   for (;;) {
-    const int listed = signal_cgroup_processes(dir_fd, SIGKILL);
+    const int listed = signal_cgroup_tree(dir_fd, SIGKILL);
     if (listed == 0) return true;
     if (listed < 0 || Clock::now() > deadline) return false;
     sleep_briefly();

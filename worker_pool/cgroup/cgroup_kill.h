@@ -17,11 +17,17 @@ namespace spawnpool::detail {
 /// was removed meanwhile), or -1 with errno.
 int signal_cgroup_processes(int dir_fd, int sig);
 
-/// SIGKILLs everything in the cgroup at `dir_fd` and waits until none of it runs, for
-/// at most `timeout`. v2 with cgroup.kill (kernel 5.14+): one write, which also takes
-/// processes forked meanwhile, then a wait for "populated 0" in cgroup.events. v1 (and
-/// older v2): SIGKILL to every listed process, again until the list stays empty (a
-/// killed process can no longer fork, so this ends). True once empty.
+/// As signal_cgroup_processes(), for the cgroup at `dir_fd` and every cgroup below it (a
+/// slot's command cgroups). Returns how many processes were listed in all (0 also when
+/// the cgroup was removed meanwhile), or -1 with errno when the top one cannot be read.
+int signal_cgroup_tree(int dir_fd, int sig);
+
+/// SIGKILLs everything in the cgroup at `dir_fd` and below it, and waits until none of
+/// it runs, for at most `timeout`. v2 with cgroup.kill (kernel 5.14+): one write, which
+/// takes the cgroups below and processes forked meanwhile too, then a wait for
+/// "populated 0" in cgroup.events. v1 (and older v2): SIGKILL to every listed process
+/// (signal_cgroup_tree), again until none is listed (a killed process can no longer
+/// fork, so this ends). True once empty.
 bool kill_cgroup_processes(int dir_fd, CgroupVersion version, std::chrono::milliseconds timeout);
 
 /// Removes the cgroup `name` inside the directory open at `parent_fd`, retrying EBUSY

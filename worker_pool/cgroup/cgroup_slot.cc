@@ -1,10 +1,13 @@
 #include "worker_pool/cgroup/cgroup_slot.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "worker_pool/cgroup/cgroup_files.h"
@@ -29,9 +32,25 @@ int open_resettable_peak(int dir_fd) {
   return -1;
 }
 
+bool lists_memory(int dir_fd, const char* file) {
+  const int fd = open_at(dir_fd, file, O_RDONLY);
+  if (fd < 0) return false;
+  std::string text;
+  const bool ok = read_all(fd, text);
+  close(fd);
+  text = " " + text.substr(0, text.find('\n')) + " ";
+  return ok && text.find(" memory ") != std::string::npos;
+}
+
+bool exists_at(int dir_fd, const char* name) {
+  struct stat st;
+  return fstatat(dir_fd, name, &st, 0) == 0;
+}
+
 }  // namespace
 
 SlotCgroup::~SlotCgroup() {
+  close_command_files();
   close_fd(procs_fd_);
   close_fd(peak_fd_);
   close_fd(current_fd_);
@@ -54,12 +73,109 @@ bool SlotCgroup::open(const SlotCgroupConfig& config, std::string& why,
     close_fd(dir_fd_);
     return false;
   }
+  options_ = options;
+  if (config.version == CgroupVersion::kV2 && options.per_command &&
+      start_per_command(options))
+    return true;
   if (!open_memory_files(options)) {
     close_fd(peak_fd_);
     close_fd(current_fd_);
     close_fd(oom_fd_);
   }
   return true;
+}
+
+// The slot gives its command cgroups the memory controller where it has it (a v2 tree
+// without controllers still places and kills). A slot cgroup that enables a controller
+// for its children may hold no process itself (the kernel refuses the write while it
+// does: EBUSY), so a slot that still holds some stays in the slot mode.
+bool SlotCgroup::start_per_command(const SlotCgroupOpenOptions& options) {
+  remove_empty_command_cgroups();  // a dead predecessor's
+  command_memory_ = lists_memory(dir_fd_, "cgroup.controllers");
+  if (command_memory_ && !lists_memory(dir_fd_, "cgroup.subtree_control")) {
+    const int fd = open_at(dir_fd_, "cgroup.subtree_control", O_WRONLY);
+    const bool enabled = fd >= 0 && write_text(fd, "+memory");
+    if (fd >= 0) close(fd);
+    if (!enabled) return false;
+  }
+  // The slot's own memory.peak tells whether the kernel has the file (5.19+).
+  has_peak_file_ = options.use_peak_file && exists_at(dir_fd_, "memory.peak");
+  per_command_ = true;
+  return true;
+}
+
+bool SlotCgroup::use_slot_cgroup(std::string& why) {
+  if (!per_command_) return true;
+  per_command_ = false;
+  close_command_files();
+  remove_empty_command_cgroups();
+  // Also where a predecessor on this slot enabled it.
+  if (lists_memory(dir_fd_, "cgroup.subtree_control")) {
+    const int fd = open_at(dir_fd_, "cgroup.subtree_control", O_WRONLY);
+    const bool off = fd >= 0 && write_text(fd, "-memory");
+    if (fd >= 0) close(fd);
+    if (!off) {
+      why = "cannot disable memory in " + slot_dir(config_) +
+            "/cgroup.subtree_control: " + std::strerror(errno);
+      return false;
+    }
+  }
+  if (!open_memory_files(options_)) {
+    close_fd(peak_fd_);
+    close_fd(current_fd_);
+    close_fd(oom_fd_);
+  }
+  return true;
+}
+
+// Every child cgroup of the slot that is empty: a dead predecessor's, or an earlier
+// command's whose leftovers have ended. Busy ones stay (their names are skipped).
+void SlotCgroup::remove_empty_command_cgroups() {
+  leftovers_.clear();
+  const int listing_fd = open_at(dir_fd_, ".", O_RDONLY | O_DIRECTORY);
+  DIR* dir = listing_fd >= 0 ? fdopendir(listing_fd) : nullptr;
+  if (dir == nullptr) {
+    if (listing_fd >= 0) close(listing_fd);
+    return;
+  }
+  while (dirent* entry = readdir(dir)) {
+    if (entry->d_type != DT_DIR || std::strcmp(entry->d_name, ".") == 0 ||
+        std::strcmp(entry->d_name, "..") == 0)
+      continue;
+    if (unlinkat(dir_fd_, entry->d_name, AT_REMOVEDIR) != 0 && errno == EBUSY)
+      leftovers_.push_back(entry->d_name);
+  }
+  closedir(dir);
+}
+
+void SlotCgroup::close_command_files() {
+  close_fd(command_peak_fd_);
+  close_fd(command_events_fd_);
+  close_fd(command_fd_);
+}
+
+// mkdir names a fresh cgroup: cmd-<spawner pid>-<count>, skipping names that exist (a
+// predecessor's cgroup with leftovers in it). On failure (the tree's limits, say
+// cgroup.max.descendants) the command runs outside the pool's cgroups, unmeasured.
+void SlotCgroup::make_command_cgroup() {
+  static const long pid = static_cast<long>(getpid());
+  bool made = false;
+  for (int attempt = 0; attempt < 16 && !made; ++attempt) {
+    std::snprintf(command_name_, sizeof command_name_, "cmd-%ld-%llu", pid,
+                  static_cast<unsigned long long>(command_count_++));
+    made = mkdirat(dir_fd_, command_name_, 0755) == 0;
+    if (!made && errno != EEXIST) return;
+  }
+  if (!made) return;
+  command_fd_ = open_at(dir_fd_, command_name_, O_RDONLY | O_DIRECTORY);
+  if (command_fd_ < 0) {
+    unlinkat(dir_fd_, command_name_, AT_REMOVEDIR);
+    return;
+  }
+  if (!command_memory_) return;
+  command_peak_fd_ = open_at(command_fd_, has_peak_file_ ? "memory.peak" : "memory.current",
+                             O_RDONLY);
+  command_events_fd_ = open_at(command_fd_, "memory.events", O_RDONLY);
 }
 
 bool SlotCgroup::open_memory_files(const SlotCgroupOpenOptions& options) {
@@ -90,6 +206,22 @@ bool SlotCgroup::read_oom_kills(std::int64_t& count) const {
 // v2 without: the lifetime peak so far, and memory.current as the baseline.
 void SlotCgroup::begin_command() {
   begun_ = false;
+  if (per_command_) {
+    close_command_files();  // an end_command() that never came
+    // Earlier commands' cgroups whose leftovers ended meanwhile: one rmdir each.
+    for (std::size_t i = 0; i < leftovers_.size();) {
+      if (unlinkat(dir_fd_, leftovers_[i].c_str(), AT_REMOVEDIR) == 0 || errno != EBUSY) {
+        leftovers_[i] = std::move(leftovers_.back());
+        leftovers_.pop_back();
+      } else {
+        ++i;
+      }
+    }
+    make_command_cgroup();
+    sampled_peak_ = 0;
+    begun_ = command_fd_ >= 0;
+    return;
+  }
   if (!measures_memory()) return;
   if (peak_resets_) {
     begun_ = write_text(peak_fd_, "0") && read_peak(baseline_);
@@ -99,7 +231,41 @@ void SlotCgroup::begin_command() {
   begun_ = begun_ && read_oom_kills(oom_kills_before_);
 }
 
+void SlotCgroup::sample_memory() {
+  std::int64_t current = 0;
+  if (samples_memory() && command_peak_fd_ >= 0 && read_int64(command_peak_fd_, current)) {
+    sampled_peak_ = std::max(sampled_peak_, current);
+  }
+}
+
+// A fresh cgroup's memory.peak is the command's own. Sampled, the last sample is taken
+// now: what the command left charged (its page cache) was all charged at once, so it
+// never exceeds the true peak.
+CommandMemory SlotCgroup::end_own_command(bool joined) {
+  CommandMemory memory;
+  std::int64_t peak = 0, oom_kills = 0;
+  if (joined && command_memory_ && command_peak_fd_ >= 0 && command_events_fd_ >= 0 &&
+      read_int64(command_peak_fd_, peak) &&
+      read_keyed_value(command_events_fd_, "oom_kill", oom_kills)) {
+    memory.measured = true;
+    memory.sampled = !has_peak_file_;
+    memory.peak_bytes = memory.sampled ? std::max(sampled_peak_, peak) : peak;
+    memory.oom_killed = oom_kills > 0;
+  }
+  close_command_files();
+  // Empty once the command's tree is gone; processes it left behind keep it (and their
+  // memory charged to the slot) until they end.
+  if (unlinkat(dir_fd_, command_name_, AT_REMOVEDIR) != 0 && errno == EBUSY)
+    leftovers_.emplace_back(command_name_);
+  return memory;
+}
+
 CommandMemory SlotCgroup::end_command(bool joined) {
+  if (per_command_) {
+    if (!begun_) return {};
+    begun_ = false;
+    return end_own_command(joined);
+  }
   CommandMemory memory;
   if (!begun_ || !joined) return memory;
   begun_ = false;
@@ -119,7 +285,7 @@ bool SlotCgroup::kill_all(std::chrono::milliseconds timeout) const {
 }
 
 int SlotCgroup::signal_all(int sig) const {
-  return dir_fd_ >= 0 ? signal_cgroup_processes(dir_fd_, sig) : 0;
+  return dir_fd_ >= 0 ? signal_cgroup_tree(dir_fd_, sig) : 0;
 }
 
 std::int64_t reported_peak_bytes(const CommandMemory& memory, long max_rss_kb,

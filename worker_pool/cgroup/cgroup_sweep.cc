@@ -39,12 +39,15 @@ std::vector<std::string> subdirectories(int dir_fd, const std::string& prefix) {
   return names;
 }
 
-// Kills what runs in `name` inside `parent_fd`, then removes it.
+// Kills what runs in `name` inside `parent_fd` and below it, then removes its command
+// cgroups (a slot's cmd-*, cgroup_slot.h) and itself: a cgroup with children is busy.
 bool empty_and_remove(int parent_fd, const std::string& name, CgroupVersion version,
                       std::chrono::milliseconds timeout) {
   const int fd = open_at(parent_fd, name.c_str(), O_RDONLY | O_DIRECTORY);
   if (fd < 0) return errno == ENOENT;  // another sweeper was quicker
   kill_cgroup_processes(fd, version, timeout);
+  for (const std::string& child : subdirectories(fd, ""))
+    remove_cgroup_dir(fd, child.c_str(), timeout);
   close(fd);
   return remove_cgroup_dir(parent_fd, name.c_str(), timeout);
 }

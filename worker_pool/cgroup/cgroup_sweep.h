@@ -17,8 +17,9 @@ namespace spawnpool::detail {
 
 class SlotCgroup;
 
-/// Kills what runs in every slot-* cgroup of `pool_dir` (and in the directory itself),
-/// removes the slots, then the directory. True once `pool_dir` is gone; false while a
+/// Kills what runs in every slot-* cgroup of `pool_dir` and below them (the command
+/// cgroups), and in the directory itself, removes the command cgroups and the slots,
+/// then the directory. True once `pool_dir` is gone; false while a
 /// slot could not be emptied within `timeout` (per cgroup) or another process still
 /// creates slots.
 bool remove_pool_cgroups(const std::string& pool_dir, CgroupVersion version,

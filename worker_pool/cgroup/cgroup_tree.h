@@ -1,7 +1,9 @@
 // A pool's cgroups, created at pool start and removed at close:
-//   <driver's memory cgroup>/spawnpool-<pid>-<64 random bits>/slot-<n>
-// one leaf per job slot; each command joins its slot's leaf before exec (the spawner's
-// child writes to slot-<n>/cgroup.procs), so the slot's counters are the command's.
+//   <driver's memory cgroup>/spawnpool-<pid>-<64 random bits>/slot-<n>[/cmd-<pid>-<k>]
+// one per job slot. On v2 each command is born in a cgroup of its own below its slot's,
+// which its spawner makes and removes (cgroup_slot.h); on v1 (and v2 before 5.7) it
+// joins the slot's before exec (the spawner's child writes to slot-<n>/cgroup.procs).
+// Either way the counters are the command's.
 // On v2 the driver first leaves its own cgroup for a leaf beside the pools
 // (cgroup_v2_home.h). Thread-safe: create() and close() may run in any thread, the
 // other members are read-only or take no shared state.

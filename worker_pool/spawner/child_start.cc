@@ -153,6 +153,88 @@ CloneFunction libc_clone() {
 #endif
 }
 
+// struct clone_args up to `cgroup` (CLONE_ARGS_SIZE_VER2, kernel 5.7), spelled out here so
+// that the build does not depend on the kernel headers' age.
+struct CloneArgs {
+  std::uint64_t flags = 0;
+  std::uint64_t pidfd = 0;
+  std::uint64_t child_tid = 0;
+  std::uint64_t parent_tid = 0;
+  std::uint64_t exit_signal = 0;
+  std::uint64_t stack = 0;  // the lowest address; the kernel starts the child at the top
+  std::uint64_t stack_size = 0;
+  std::uint64_t tls = 0;
+  std::uint64_t set_tid = 0;
+  std::uint64_t set_tid_size = 0;
+  std::uint64_t cgroup = 0;
+};
+static_assert(sizeof(CloneArgs) == 88, "struct clone_args, version 2");
+constexpr std::uint64_t kCloneIntoCgroup = 0x200000000ULL;  // CLONE_INTO_CGROUP
+#ifndef SYS_clone3
+#define SYS_clone3 435
+#endif
+
+// clone3 for a child that shares our memory: the child returns from the system call on
+// its own stack (the kernel set its stack pointer to the top of `args->stack`), so it
+// must not return from here into our frame. It calls fn(arg) instead and exits with its
+// result (child_main never returns: it executes the program or exits). fn and arg ride
+// in callee-saved registers, which the child gets as the parent had them. Returns the
+// child's pid, or -errno, in the parent only.
+#if defined(__x86_64__)
+SPAWNPOOL_NO_SANITIZE long clone3_on_own_stack(CloneArgs* args, int (*fn)(void*), void* arg) {
+  long result;
+  register int (*in_r12)(void*) asm("r12") = fn;
+  register void* in_r13 asm("r13") = arg;
+  asm volatile(
+      "syscall\n\t"
+      "testq %%rax, %%rax\n\t"
+      "jnz 1f\n\t"
+      // The child: a fresh frame chain, an aligned stack, fn(arg), exit(its result).
+      "xorl %%ebp, %%ebp\n\t"
+      "andq $-16, %%rsp\n\t"
+      "movq %%r13, %%rdi\n\t"
+      "callq *%%r12\n\t"
+      "movl %%eax, %%edi\n\t"
+      "movl %[exit_nr], %%eax\n\t"
+      "syscall\n\t"
+      "ud2\n\t"
+      "1:\n\t"
+      : "=a"(result)
+      : "0"(static_cast<long>(SYS_clone3)), "D"(args), "S"(sizeof(CloneArgs)), "r"(in_r12),
+        "r"(in_r13), [exit_nr] "i"(SYS_exit)
+      : "rcx", "r11", "memory", "cc");
+  return result;
+}
+constexpr bool kHaveClone3Trampoline = true;
+#else
+long clone3_on_own_stack(CloneArgs*, int (*)(void*), void*) { return -ENOSYS; }
+constexpr bool kHaveClone3Trampoline = false;
+#endif
+
+// clone(CLONE_VM | CLONE_VFORK) into the cgroup open at `cgroup_fd`, on `stack_top`. The
+// pid, or -1 with errno.
+pid_t clone_into_cgroup(int (*fn)(void*), void* arg, char* stack_top, int cgroup_fd) {
+  if (!kHaveClone3Trampoline) {
+    errno = ENOSYS;
+    return -1;
+  }
+  CloneArgs args;
+  args.flags = CLONE_VM | CLONE_VFORK | kCloneIntoCgroup;
+  args.exit_signal = SIGCHLD;
+  args.stack = reinterpret_cast<std::uint64_t>(stack_top - kChildStackBytes);
+  args.stack_size = kChildStackBytes;
+  args.cgroup = static_cast<std::uint64_t>(cgroup_fd);
+  const long result = clone3_on_own_stack(&args, fn, arg);
+  if (result >= 0) return static_cast<pid_t>(result);
+  errno = static_cast<int>(-result);
+  return -1;
+}
+
+SPAWNPOOL_NO_SANITIZE int exit_at_once(void*) {
+  syscall(SYS_exit, 0);
+  __builtin_unreachable();
+}
+
 ChildStart failed(FailureStage stage, int error_number) {
   ChildStart out;
   out.failure = stage;
@@ -189,6 +271,21 @@ void prepare_child_start() {
   note_signals_once();
 }
 
+int probe_clone_into_cgroup(int cgroup_dir_fd) {
+  char* const stack = child_stack_top();
+  if (stack == nullptr) return ENOMEM;
+  const unsigned long all_signals[8] = {~0UL, ~0UL, ~0UL, ~0UL, ~0UL, ~0UL, ~0UL, ~0UL};
+  unsigned long saved[8] = {};
+  syscall(SYS_rt_sigprocmask, SIG_SETMASK, all_signals, saved, kSigsetBytes);
+  const pid_t pid = clone_into_cgroup(exit_at_once, nullptr, stack, cgroup_dir_fd);
+  const int error = pid < 0 ? errno : 0;
+  syscall(SYS_rt_sigprocmask, SIG_SETMASK, saved, nullptr, kSigsetBytes);
+  if (pid > 0)
+    while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  return error;
+}
+
 ChildStart start_child(const ChildSetup& setup) {
   char* const stack = child_stack_top();
   if (stack == nullptr) return failed(FailureStage::kSpawner, ENOMEM);
@@ -201,7 +298,15 @@ ChildStart start_child(const ChildSetup& setup) {
   unsigned long saved[8] = {};
   const std::int64_t launch_ns = monotonic_ns();
   syscall(SYS_rt_sigprocmask, SIG_SETMASK, all_signals, saved, kSigsetBytes);
-  const pid_t pid = libc_clone()(child_main, stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
+  pid_t pid = -1;
+  if (setup.cgroup_dir_fd >= 0) {
+    pid = clone_into_cgroup(child_main, &args, stack, setup.cgroup_dir_fd);
+    // Refused (the spawner's probe said it works, so this is the cgroup: removed, full):
+    // the command still runs, outside it, measured by ru_maxrss.
+    if (pid < 0) failure.cgroup_error = errno;
+  }
+  if (pid < 0)
+    pid = libc_clone()(child_main, stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
   const int clone_error = errno;
   syscall(SYS_rt_sigprocmask, SIG_SETMASK, saved, nullptr, kSigsetBytes);
   ChildStart started;

@@ -13,6 +13,14 @@
 // make, ninja, lld size their parallelism by it). The child here widens its own set
 // before exec, so the program never sees the pin.
 //
+// With a command cgroup (v2, cgroup_slot.h) the clone is a raw clone3(CLONE_VM |
+// CLONE_VFORK | CLONE_INTO_CGROUP) instead: the child is born in the command's fresh
+// cgroup, so no write to cgroup.procs migrates it (that write has been measured at about
+// 100 ms on v2 kernels since 6.0) and the cgroup's counters are the command's from its
+// first page. glibc exports no clone3, and a raw one returns twice on the caller's stack;
+// a small trampoline (x86-64 only; elsewhere kernels fall back as before 5.7) moves the
+// child onto its own stack and into child_main, never back into the caller's frame.
+//
 // Between clone and exec the child makes raw system calls only (async-signal-safe, and
 // out of reach of sanitizer interceptors): it shares the spawner's memory and the calling
 // thread's TLS (errno included) on a stack of its own, and every signal stays blocked
@@ -44,6 +52,10 @@ struct ChildSetup {
   std::size_t cpus_bytes = 0;         // of cpus and every_cpu
   pid_t parent_pid = 0;               // when set: SIGKILL the child when this process dies
   int cgroup_procs_fd = -1;           // when >= 0: join that cgroup (its cgroup.procs) first
+  // When >= 0 (instead of cgroup_procs_fd): the directory of the cgroup the child starts
+  // in (clone3 CLONE_INTO_CGROUP). If the kernel refuses that, the child starts outside
+  // it (cgroup_join_error says why).
+  int cgroup_dir_fd = -1;
 };
 
 struct ChildStart {
@@ -51,8 +63,9 @@ struct ChildStart {
   FailureStage failure = FailureStage::kNone;
   int error_number = 0;
   std::int64_t launch_ns = 0;  // CLOCK_MONOTONIC just before the clone; 0 if none was tried
-  // With cgroup_procs_fd: 0 when the child joined the cgroup, else the errno of the write
-  // (not fatal: the command runs outside it and is measured with ru_maxrss).
+  // With cgroup_procs_fd or cgroup_dir_fd: 0 when the child joined (started in) the
+  // cgroup, else the errno of the write or of clone3 (not fatal: the command runs outside
+  // it and is measured with ru_maxrss).
   int cgroup_join_error = 0;
   // With cpus: 0 when the child got cpus (or every_cpu), else the errno of the refusal
   // (not fatal: the program runs on the CPU set it inherited; the caller widens it).
@@ -69,6 +82,15 @@ ChildStart start_child(const ChildSetup& setup);
 /// that the first command does not pay for it. Call once the process's own signal
 /// dispositions are set. Same thread as start_child(); idempotent.
 void prepare_child_start();
+
+/// Whether this kernel (and any seccomp filter) starts a child in a cgroup with
+/// clone3(CLONE_INTO_CGROUP): starts one that exits at once in the cgroup whose directory
+/// is open at `cgroup_dir_fd`, and reaps it. 0 when it worked, else the errno (ENOSYS:
+/// no clone3, before 5.3 or filtered; E2BIG or EINVAL: no CLONE_INTO_CGROUP, before 5.7;
+/// ENOSYS also where the trampoline is not built for this architecture; anything else:
+/// this cgroup refused). The spawner asks once and keeps the answer. Same thread as
+/// start_child().
+int probe_clone_into_cgroup(int cgroup_dir_fd);
 
 /// Reads which signals are not at their default disposition in this process (the child
 /// resets those). start_child() does it on its first call; a caller that changes its

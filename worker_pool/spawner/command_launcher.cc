@@ -88,7 +88,7 @@ void prepare_command_launch() {
 
 LaunchedCommand launch_command(const DecodedRequest& request, bool close_extra_fds,
                                const CpuSet* child_cpus, const CpuSet* every_cpu,
-                               int cgroup_procs_fd) {
+                               int cgroup_procs_fd, int cgroup_dir_fd) {
   int search_error = 0;
   const std::string program =
       search_path(request.argv[0], request.envp.data(), request.cwd, search_error);
@@ -115,6 +115,7 @@ LaunchedCommand launch_command(const DecodedRequest& request, bool close_extra_f
   static const pid_t spawner_pid = getpid();  // glibc no longer caches getpid()
   setup.parent_pid = spawner_pid;
   setup.cgroup_procs_fd = cgroup_procs_fd;
+  setup.cgroup_dir_fd = cgroup_dir_fd;
   if (child_cpus && !child_cpus->empty()) {
     setup.cpus = child_cpus->data();
     setup.cpus_bytes = child_cpus->size_bytes();
@@ -138,7 +139,8 @@ LaunchedCommand launch_command(const DecodedRequest& request, bool close_extra_f
   launched.launch_ns = started.launch_ns;
   launched.stdout_fd = out.read_fd;
   launched.stderr_fd = err.read_fd;
-  launched.joined_cgroup = cgroup_procs_fd >= 0 && started.cgroup_join_error == 0;
+  launched.joined_cgroup =
+      (cgroup_procs_fd >= 0 || cgroup_dir_fd >= 0) && started.cgroup_join_error == 0;
   // The child could not widen itself (a policy that forbids a thread its own
   // sched_setaffinity): from here, late (the program may have read its set already), but
   // better than leaving it on the one CPU for its whole life.

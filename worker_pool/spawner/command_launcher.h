@@ -21,7 +21,7 @@ struct LaunchedCommand {
   FailureStage failure = FailureStage::kNone;
   int error_number = 0;
   std::int64_t launch_ns = 0;  // CLOCK_MONOTONIC just before the (last) clone; 0 if none
-  bool joined_cgroup = false;  // the child joined the slot's cgroup before exec
+  bool joined_cgroup = false;  // the child joined (was born in) its cgroup before exec
   // With child_cpus: the kernel refused the command its set (and every CPU) from inside
   // and from outside: it may run on the CPU it started on. Its errno; 0 otherwise.
   int cpu_set_error = 0;
@@ -36,9 +36,10 @@ void prepare_command_launch();
 /// (close_range); without it the spawner relies on keeping all its own fds close-on-exec.
 /// `child_cpus`: the CPU set the command gets just before exec (null: the caller's), and
 /// `every_cpu` (child_cpus->every_cpu(), made once by the caller) where it is refused.
-/// `cgroup_procs_fd`: the slot cgroup's cgroup.procs the child joins (-1: none).
+/// `cgroup_procs_fd`: the slot cgroup's cgroup.procs the child joins (-1: none);
+/// `cgroup_dir_fd`: instead, the command cgroup the child is born in (-1: none).
 LaunchedCommand launch_command(const DecodedRequest& request, bool close_extra_fds,
                                const CpuSet* child_cpus, const CpuSet* every_cpu,
-                               int cgroup_procs_fd);
+                               int cgroup_procs_fd, int cgroup_dir_fd = -1);
 
 }  // namespace spawnpool::detail

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "worker_pool/cgroup/cgroup_slot.h"
 #include "worker_pool/spawner/command_launcher.h"
 #include "worker_pool/protocol/monotonic_clock.h"
 #include "worker_pool/spawner/running_child.h"
@@ -30,7 +31,11 @@ struct CommandOutcome {
 /// is momentarily empty, never waited for. Closes the command's pipe ends. `running` is
 /// cleared just before the reap. False when the command could not be reaped (wait4 failed
 /// other than with EINTR: `outcome.reap_error`); its status is then unknown, never a
-/// previous command's.
-bool wait_for_command(LaunchedCommand& command, RunningChild& running, CommandOutcome& outcome);
+/// previous command's. `sampler`, when set, has its command cgroup's memory.current
+/// sampled while the command runs (SlotCgroup::sample_memory(), kernels without
+/// memory.peak): at the start, then after 1, 2, 4, 8 ms and every 10 ms from there, so
+/// that a short command costs a few reads and a long one 100 wake-ups a second.
+bool wait_for_command(LaunchedCommand& command, RunningChild& running, CommandOutcome& outcome,
+                      SlotCgroup* sampler = nullptr);
 
 }  // namespace spawnpool::detail

@@ -91,11 +91,12 @@ void SlotServer::serve_one() {
   // Under the RunningChild lock: were the driver to go during the launch, the watch
   // thread would otherwise find no command to kill and leave it orphaned.
   LaunchedCommand command;
-  slot_cgroup_.begin_command();  // the slot's peak from here (nothing when not open)
+  // The command's cgroup, or the slot's peak from here (nothing when not open).
+  slot_cgroup_.begin_command();
   const bool driver_alive = running_.launch(request_.number, [&] {
     command = launch_command(request_, close_extra_fds_,
                              may_be_pinned() ? &launch_cpus_ : nullptr, &every_cpu_,
-                             slot_cgroup_.procs_fd());
+                             slot_cgroup_.procs_fd(), slot_cgroup_.command_cgroup_fd());
     return command.pid;
   });
   give_back_launch_cpus();
@@ -106,7 +107,8 @@ void SlotServer::serve_one() {
     return reply_failure(command.failure, command.error_number, command.launch_ns);
   started_ns_ = monotonic_ns();
   slot_.control->child_pid.store(command.pid, std::memory_order_release);
-  const bool reaped = wait_for_command(command, running_, outcome_);
+  const bool reaped = wait_for_command(command, running_, outcome_,
+                                       slot_cgroup_.samples_memory() ? &slot_cgroup_ : nullptr);
   slot_.control->child_pid.store(0, std::memory_order_release);
   // As their subreaper, we inherit what earlier commands left; those that ended are
   // reaped here, where no command of ours runs (after a failed reap too).
@@ -129,6 +131,7 @@ void SlotServer::serve_one() {
   bool from_cgroup = false;
   header.peak_memory_bytes = reported_peak_bytes(memory, outcome_.usage.ru_maxrss, from_cgroup);
   if (from_cgroup) header.flags |= protocol::kMemoryFromCgroup;
+  if (from_cgroup && memory.sampled) header.flags |= protocol::kMemorySampled;
   if (memory.oom_killed) header.flags |= protocol::kOomKilled;
   header.received_ns = received_ns_;
   header.launch_ns = command.launch_ns;

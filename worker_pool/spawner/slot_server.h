@@ -1,5 +1,6 @@
-// The spawner's main loop over its slot: wait for a request, run the command (in the
-// slot's cgroup, when it has one, measuring its peak), hand back the reply (in chunks
+// The spawner's main loop over its slot: wait for a request, run the command (in a
+// cgroup of its own below the slot's, or in the slot's, when it has one, measuring its
+// peak), hand back the reply (in chunks
 // when the output exceeds one chunk). Main thread of the spawner.
 #pragma once
 

@@ -20,6 +20,7 @@
 
 #include "worker_pool/cgroup/cgroup_config.h"
 #include "worker_pool/cgroup/cgroup_slot.h"
+#include "worker_pool/spawner/child_start.h"
 #include "worker_pool/spawner/command_launcher.h"
 #include "worker_pool/spawner/descendants.h"
 #include "worker_pool/spawner/driver_watch.h"
@@ -29,6 +30,10 @@
 namespace {
 
 using namespace spawnpool;
+
+// "1": commands join their slot's cgroup even where a cgroup per command works (to
+// compare the two, bench_projects/command_cgroup_cost.py; tests of the fallback).
+constexpr const char* kSlotCgroupsOnlyEnv = "SPAWNPOOL_SLOT_CGROUPS_ONLY";
 
 [[noreturn]] void die(const char* what) {
   std::fprintf(stderr, "spawnpool-spawner: %s: %s\n", what, std::strerror(errno));
@@ -92,14 +97,40 @@ MappedSegment map_segment(std::uint64_t page_size) {
   return {base, header};
 }
 
+// A cgroup per command needs clone3(CLONE_INTO_CGROUP) (kernel 5.7+, no seccomp filter
+// against clone3): asked once, by starting a child that exits at once in a fresh command
+// cgroup. Where it is refused, the commands join the slot's own cgroup, as before: a
+// missing feature silently, anything else (this cgroup refused) with one line.
+void choose_command_cgroups(detail::SlotCgroup& slot_cgroup) {
+  const char* off = std::getenv(kSlotCgroupsOnlyEnv);
+  int error = off && std::strcmp(off, "1") == 0 ? ENOSYS : 0;
+  if (error == 0) {
+    slot_cgroup.begin_command();
+    const int fd = slot_cgroup.command_cgroup_fd();
+    error = fd >= 0 ? detail::probe_clone_into_cgroup(fd) : (errno ? errno : EIO);
+    slot_cgroup.end_command(false);
+  }
+  if (error == 0) return;
+  if (error != ENOSYS && error != EINVAL && error != E2BIG)
+    std::fprintf(stderr,
+                 "spawnpool-spawner: cannot start a command in a cgroup of its own (%s); "
+                 "commands join the slot's cgroup\n", std::strerror(error));
+  std::string why;
+  if (!slot_cgroup.use_slot_cgroup(why))
+    std::fprintf(stderr, "spawnpool-spawner: %s\n", why.c_str());
+}
+
 // The slot's cgroup, opened once for every command of this spawner. A cgroup that cannot
 // be used costs the measurement, not the build: one line says why, and commands run
 // without it (peaks from ru_maxrss, kills by process group).
 void open_slot_cgroup(const char* argument, detail::SlotCgroup& slot_cgroup) {
   detail::SlotCgroupConfig config;
   std::string why;
-  if (!detail::decode_slot_cgroup(argument, config, why) || !slot_cgroup.open(config, why))
+  if (!detail::decode_slot_cgroup(argument, config, why) || !slot_cgroup.open(config, why)) {
     std::fprintf(stderr, "spawnpool-spawner: %s; running without a cgroup\n", why.c_str());
+    return;
+  }
+  if (slot_cgroup.per_command()) choose_command_cgroups(slot_cgroup);
 }
 
 }  // namespace

@@ -102,15 +102,19 @@ DriverRun start_driver(const std::string& parent, bool close_pool) {
   return run;
 }
 
-// The processes left in each slot by the commands: once the command and its
-// intermediate child are gone, the escaped grandchild alone.
+// The processes left in each slot (or, v2, in its command's cgroup below it) by the
+// commands: once the command and its intermediate child are gone, the escaped
+// grandchild alone.
 std::vector<pid_t> escaped_processes(const std::string& pool_dir) {
   std::vector<pid_t> all;
   for (std::uint32_t n = 0; n < kSlots; ++n) {
     std::vector<pid_t> listed;
     test::wait_until([&] {
-      std::string text;
-      read_file_text(pool_dir + "/" + slot_dir_name(n) + "/cgroup.procs", text);
+      const std::string slot = pool_dir + "/" + slot_dir_name(n);
+      std::string text, below;
+      read_file_text(slot + "/cgroup.procs", text);
+      for (const std::string& child : test::child_cgroups(slot))
+        if (read_file_text(slot + "/" + child + "/cgroup.procs", below)) text += below;
       listed = parse_pid_list(text);
       return listed.size() == 1;
     });

@@ -63,8 +63,8 @@ pid_t leave_process_in(const CgroupTree& tree, std::uint32_t slot_index) {
   SlotCgroup slot;
   std::string why;
   REQUIRE(slot.open(tree.slot_config(slot_index), why));
-  const auto started =
-      test::start_in_slot(slot.procs_fd(), {test::helper("double_fork_setsid")}, true);
+  slot.begin_command();  // v2: its own cgroup below the slot, left busy by the process
+  const auto started = test::start_in(slot, {test::helper("double_fork_setsid")}, true);
   const std::string printed = test::read_until_eof(started.stdout_fd);
   const pid_t escaped = static_cast<pid_t>(std::atoi(printed.c_str()));
   test::reap(started.pid);

@@ -23,6 +23,8 @@
 #include "worker_pool/cgroup/cgroup_files.h"
 #include "worker_pool/cgroup/cgroup_join.h"
 #include "worker_pool/cgroup/cgroup_kill.h"
+#include "worker_pool/cgroup/cgroup_slot.h"
+#include "worker_pool/spawner/child_start.h"
 #include "worker_pool/cgroup/cgroup_sweep.h"
 #include "worker_pool/cgroup/cgroup_v2_home.h"
 
@@ -217,6 +219,33 @@ StartedCommand start_in_slot(int procs_fd, const std::vector<std::string>& argv,
   if (read(report[0], &started.join_error, sizeof started.join_error) != sizeof started.join_error)
     started.join_error = EIO;
   close(report[0]);
+  started.stdout_fd = out[0];
+  return started;
+}
+
+StartedCommand start_in(const detail::SlotCgroup& slot, const std::vector<std::string>& argv,
+                        bool capture_stdout) {
+  std::vector<char*> args;
+  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
+  int out[2] = {-1, -1};
+  if (capture_stdout && pipe2(out, O_CLOEXEC) != 0) return {};
+  const int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  detail::ChildSetup setup;
+  setup.path = args[0];
+  setup.argv = args.data();
+  setup.envp = environ;
+  setup.stdin_fd = null_fd;
+  setup.stdout_fd = out[1];
+  setup.cgroup_procs_fd = slot.procs_fd();
+  setup.cgroup_dir_fd = slot.command_cgroup_fd();
+  const detail::ChildStart child = detail::start_child(setup);
+  if (null_fd >= 0) close(null_fd);
+  if (out[1] >= 0) close(out[1]);
+  StartedCommand started;
+  started.pid = child.pid;
+  started.join_error = setup.cgroup_procs_fd < 0 && setup.cgroup_dir_fd < 0
+                           ? -1 : child.cgroup_join_error;
   started.stdout_fd = out[0];
   return started;
 }

@@ -17,6 +17,10 @@
 #include "tests/unit/support/test_skip.h"
 #include "worker_pool/cgroup/cgroup_config.h"
 
+namespace spawnpool::detail {
+class SlotCgroup;
+}
+
 namespace spawnpool::test {
 
 /// Kills what runs in `dir` and in every cgroup below it, and removes them all.
@@ -72,6 +76,13 @@ struct StartedCommand {
 /// whose cgroup.procs is `procs_fd` (skipped when -1), a process group of its own, exec.
 StartedCommand start_in_slot(int procs_fd, const std::vector<std::string>& argv,
                              bool capture_stdout = false);
+
+/// Starts `argv` (argv[0] a path) with the spawner's own start_child() in `slot`'s
+/// cgroup as it stands: born in the command's cgroup (between begin_command() and
+/// end_command() of a slot with a cgroup per command), or joining the slot's. stdin is
+/// /dev/null. join_error: the child's cgroup_join_error; -1 when it had no cgroup to go to.
+StartedCommand start_in(const detail::SlotCgroup& slot, const std::vector<std::string>& argv,
+                        bool capture_stdout = false);
 
 struct Reaped {
   int status = 0;
