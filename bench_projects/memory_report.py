@@ -354,7 +354,7 @@ def environment_rows(result):
     stock8 = summary(result, "stock-j8")
     p = result["params"]
     holds = f", hold times x{p['time_scale']:g}" if p["time_scale"] != 1 else ""
-    tree = (f"{result['distribution']['count']} compiles (max {p['max_mib']:,} MiB{holds}), "
+    tree = (f"{result['distribution']['count']} compiles (max {result['distribution']['max']:,} MiB{holds}), "
             f"cap {result['cap_mib']:,} MiB")
     for v in WARM_VARIANTS:
         s = summary(result, v)
@@ -424,6 +424,14 @@ def environments_section(results, old=None):
            ""] + ENV_HEADER + list(rows.values())
     if commands:
         out += ["", "Made by:", ""] + [f"- {n}: from {h}" for n, h in commands.items()]
+    for result in results:  # what the run's author found (memory.json "environment_notes")
+        out += [f"- Note ({result.get('environment')}): {note}"
+                for note in result.get("environment_notes", [])]
+    if old:  # notes of rows kept from before
+        kept = [line for line in old.splitlines() if line.startswith("- Note (")
+                and not any(line.startswith(f"- Note ({r.get('environment')})")
+                            for r in results)]
+        out += kept
     return "\n".join(out + [ENV_END]) + "\n"
 
 

@@ -280,3 +280,15 @@ def test_cap_command_keeps_a_wrapper_out_of_a_v2_cap():
     cap.version = 1
     command = cap.command(["scons"], wrapper=["tree_rusage", "r.json"])
     assert command[0] == "/bin/sh" and command[-3:] == ["tree_rusage", "r.json", "scons"]
+
+
+def test_environment_notes_stay_with_their_row():
+    base = dict(fake_result(), command_line="memory_bench.py", machine={"kernel": "6.1"})
+    a = dict(base, environment="A", environment_notes=["slow guest"])
+    b = dict(base, environment="B")
+    text = memory_report.environments_section([a, b])
+    assert text.count("- Note (A): slow guest") == 1
+    again = memory_report.environments_section([b], old=text)   # A's row and note kept
+    assert again.count("- Note (A): slow guest") == 1 and again.count("| A |") == 1
+    again = memory_report.environments_section([a], old=again)  # A's own again: once
+    assert again.count("- Note (A): slow guest") == 1
