@@ -127,6 +127,52 @@ TEST_CASE("cost of joining a v2 cgroup (unified hierarchy)", "[.measure]") {
   });
 }
 
+// /bin/true started by the spawner's start_child() and reaped, per command: in a fresh
+// cgroup of its own (mkdir, clone3 CLONE_INTO_CGROUP, rmdir: SlotCgroup per command), in
+// the slot's cgroup (the child's write to cgroup.procs), and in none; interleaved
+// batches, medians. On the unified hierarchy of this process (v2; with or without the
+// memory controller, as the output says).
+TEST_CASE("cost of a cgroup per command against the slot's and none (v2)", "[.measure]") {
+  test::with_test_cgroup(true, [](const test::TestCgroup& pool) {
+    SlotCgroupConfig config;
+    config.version = pool.version();
+    config.pool_dir = pool.dir();
+    REQUIRE(!pool.make_child(slot_dir_name(0)).empty());
+    REQUIRE(!pool.make_child(slot_dir_name(1)).empty());
+    SlotCgroup per_command, slot;
+    std::string why;
+    REQUIRE(per_command.open(config, why));
+    config.slot = 1;
+    SlotCgroupOpenOptions slot_only;
+    slot_only.per_command = false;
+    REQUIRE(slot.open(config, why, slot_only));
+    TEST_SKIP_UNLESS(per_command.per_command(), "no cgroup per command here");
+    SlotCgroup none;
+    auto once = [](SlotCgroup& s) {
+      const std::int64_t t0 = monotonic_ns();
+      s.begin_command();
+      const auto started = test::start_in(s, {"/bin/true"});
+      test::reap(started.pid);
+      s.end_command(started.join_error == 0);
+      return monotonic_ns() - t0;
+    };
+    std::vector<std::int64_t> own, in_slot, bare;
+    for (int round = 0; round < 20; ++round) {
+      for (int i = 0; i < 100; ++i) own.push_back(once(per_command));
+      for (int i = 0; i < 100; ++i) in_slot.push_back(once(slot));
+      for (int i = 0; i < 100; ++i) bare.push_back(once(none));
+    }
+    const double base = static_cast<double>(median(bare));
+    std::printf("v2 (memory controller %s), /bin/true spawn+reap, median of 2000 each: none "
+                "%.1f us, slot's cgroup %.1f us (%.3fx), own cgroup %.1f us (%.3fx)\n",
+                per_command.measures_memory() ? "on" : "off", base / 1000,
+                static_cast<double>(median(in_slot)) / 1000,
+                static_cast<double>(median(in_slot)) / base,
+                static_cast<double>(median(own)) / 1000,
+                static_cast<double>(median(own)) / base);
+  });
+}
+
 TEST_CASE("peak accuracy: measured minus allocated", "[.measure]") {
   with_open_slot(false, [](const test::TestCgroup&, SlotCgroup& slot) {
     for (const char* mib : {"1", "16", "64", "256", "1024"}) {
