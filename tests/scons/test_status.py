@@ -3,6 +3,7 @@ history that gives durations, and no escape codes into a pipe.  The terminal's s
 line is driven in tmux by test_status_terminal.py."""
 
 import os
+import shutil
 import re
 import stat
 
@@ -127,3 +128,54 @@ def test_history_off_and_a_read_only_tree(pool_module, project):
     assert r.returncode == 0 and SUMMARY.match(r.stdout.splitlines()[-1]), r
     warnings = [l for l in r.stderr.splitlines() if 'warning' in l]
     assert len(warnings) == 1 and '--process-spawner-history' in warnings[0], r
+
+
+LIBS_TREE = {
+    'SConstruct': "SConscript('sub/SConscript')\n",
+    'sub/SConscript': ("env = Environment()\n"
+                       "env.Library('one', ['a0.c', 'a1.c', 'a2.c', 'a3.c'])\n"
+                       "env.Library('two', ['b0.c', 'b1.c', 'b2.c', 'b3.c'])\n"
+                       "env.Program('prog', ['main.c'], LIBS=['one', 'two'], LIBPATH=['.'])\n"),
+    'sub/main.c': "int a0(void); int b0(void);\nint main(void) { return a0() + b0() - 2; }\n",
+}
+for _i in range(4):
+    for _lib in 'ab':
+        LIBS_TREE['sub/%s%d.c' % (_lib, _i)] = 'int %s%d(void) { return 1; }\n' % (_lib, _i)
+
+
+def test_first_build_counts_the_libraries_a_program_links_and_the_directories(pool_module, project):
+    # No history: the total is what the walk of the targets finds. The program reaches its
+    # libraries only through LIBS, and the default target '.' its subdirectory only
+    # through the directory's entries: both are found by scanning in SCons, and were not
+    # counted (the total began at 2 and 0 units here).
+    (project.root / 'SConstruct').unlink()
+    for name, text in LIBS_TREE.items():
+        (project.root / name).parent.mkdir(exist_ok=True)
+        (project.root / name).write_text(text)
+    units = 9 + 2 + 1           # objects, libraries (ar + ranlib each), the program
+    for targets in ((), ('sub/prog',)):
+        r = project.scons('-j2', PLAIN, trace_option(project), *targets, pool=True)
+        assert r.returncode == 0, r
+        progress, last = status_lines(r)
+        ran = len(commands_run(project))
+        assert count_of(last) == (ran, ran, 0) and ran == 9 + 4 + 1, r
+        assert progress, r
+        # Before a unit is made ready it is counted; after, its commands are: at most the
+        # -j2 units between the two are missing from a line's total.
+        for line in progress:
+            assert int(PROGRESS.match(line).group(2).replace(',', '')) >= units - 2, (line, r)
+        assert project.scons('-c', pool=True).returncode == 0
+        shutil.rmtree(project.root / '.spawnpool')
+        os.unlink(project.root / '.sconsign.dblite')
+    # An incremental build: a node found up to date leaves the count when its task is
+    # made ready (its executor is gone by then: the count keys units by their first
+    # target), so the total follows what runs instead of staying at the whole tree's.
+    assert project.scons('-j2', PLAIN, pool=True).returncode == 0
+    with open(project.root / 'sub' / 'a0.c', 'a') as f:
+        f.write('int a0_changed(void) { return 2; }\n')
+    r = project.scons('-j2', PLAIN, trace_option(project), pool=True)
+    progress, last = status_lines(r)
+    ran = len(commands_run(project))
+    assert count_of(last) == (ran, ran, 0) and ran == 1 + 2 + 1, r     # a0.o, libone, prog
+    for line in progress:
+        assert int(PROGRESS.match(line).group(2).replace(',', '')) <= ran + 2, (line, r)
