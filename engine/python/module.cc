@@ -396,6 +396,7 @@ void bind_progress(py::module_& m) {
              d["remaining_s"] = v.remaining_s ? py::object(py::float_(*v.remaining_s)) : py::none();
              d["running"] = v.running;
              d["waiting_for_memory"] = v.waiting_for_memory;
+             d["waiting_for_token"] = v.waiting_for_token;
              d["longest_running"] = v.longest_running;
              d["failed"] = progress.failed();
              return d;

@@ -135,10 +135,15 @@ PoolCore::PoolCore(const PoolOptions& options)
       scheduler_(options.slots, policy_for(memory_.get()), 0, grants_for(options)),
       same_cpu_handoff_(options.same_cpu_handoff) {
   if (progress_) progress_->set_slots(options.slots, memory_ != nullptr);
+  if (progress_ && options.jobserver)
+    progress_->set_token_waits(this, [this] { return scheduler_.waiting_for_token(); });
   supervisor_.start();
 }
 
-PoolCore::~PoolCore() { close(); }
+PoolCore::~PoolCore() {
+  if (progress_) progress_->clear_token_waits(this);  // before the scheduler goes
+  close();
+}
 
 std::unique_ptr<JobState> PoolCore::submit(PreparedCommand& prepared, bool blocking) {
   const Command& command = prepared.command;

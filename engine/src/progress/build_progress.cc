@@ -59,6 +59,9 @@ void BuildProgress::begin_locked(std::uint64_t targets_key, std::int64_t now_ns)
   unseen_count_ = 0;
   by_program_.clear();
   finished_s_.clear();
+  paced_actual_s_ = paced_predicted_s_ = busy_s_ = 0;
+  paced_count_ = 0;
+  first_started_ns_ = 0;
   ran_.clear();
   units_built_ = 0;
   last_build_ = {0, 0};
@@ -75,6 +78,19 @@ void BuildProgress::set_slots(std::size_t slots, bool memory_admission) {
   std::lock_guard<std::mutex> lock(mutex_);
   slots_ = std::max<std::size_t>(slots, 1);
   memory_admission_ = memory_admission;
+}
+
+void BuildProgress::set_token_waits(const void* owner, std::function<std::uint64_t()> waits) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  token_waits_owner_ = owner;
+  token_waits_ = std::move(waits);
+}
+
+void BuildProgress::clear_token_waits(const void* owner) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (token_waits_owner_ != owner) return;
+  token_waits_owner_ = nullptr;
+  token_waits_ = nullptr;
 }
 
 void BuildProgress::set_units_built(std::uint64_t units) {
@@ -110,8 +126,10 @@ std::uint64_t BuildProgress::submitted(const CommandKey& key, const std::string&
 
 void BuildProgress::started(std::uint64_t id, std::int64_t now_ns) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (const auto it = active_.find(id); it != active_.end())
+  if (const auto it = active_.find(id); it != active_.end()) {
     it->second.started_ns = std::max<std::int64_t>(now_ns, 1);
+    if (first_started_ns_ == 0) first_started_ns_ = it->second.started_ns;
+  }
 }
 
 void BuildProgress::finished(std::uint64_t id, bool failed, std::int64_t duration_ns) {
@@ -120,6 +138,14 @@ void BuildProgress::finished(std::uint64_t id, bool failed, std::int64_t duratio
   if (it == active_.end()) return;
   if (duration_ns > 0) {
     const double seconds = static_cast<double>(duration_ns) / kNsPerS;
+    const std::optional<double> predicted =
+        it->second.predicted_s ? it->second.predicted_s : program_median(it->second.program);
+    if (predicted && *predicted > 0) {
+      paced_actual_s_ += seconds;
+      paced_predicted_s_ += *predicted;
+      ++paced_count_;
+    }
+    busy_s_ += seconds;
     by_program_[it->second.program].push_back(seconds);
     finished_s_.push_back(seconds);
   }
@@ -143,6 +169,24 @@ std::optional<double> BuildProgress::program_median(std::uint64_t program) const
 std::optional<double> BuildProgress::typical_s() const {
   if (!finished_s_.empty()) return median(finished_s_);
   return median(unseen_predictions());
+}
+
+// This build's commands' durations over their predictions, over the share of the slots'
+// time they kept busy since the first started: the driver's own work between commands
+// (SCons: the Taskmaster, signatures, the up-to-date nodes of an incremental build)
+// leaves a slot idle, and as long again in the rest of the build. Not the idle share
+// where admission holds commands back (memory, make's tokens): the ETA's parallelism
+// follows that already. Once a few rounds of the slots have finished (before that, one
+// slow start would say too much); within 0.5-3x.
+double BuildProgress::pace(std::int64_t now_ns, double running_s) const {
+  if (paced_count_ < std::max<std::uint64_t>(4, 2 * slots_) || paced_predicted_s_ <= 0) return 1;
+  double pace = paced_actual_s_ / paced_predicted_s_;
+  const double window_s = static_cast<double>(now_ns - first_started_ns_) / kNsPerS;
+  if (!memory_admission_ && !token_waits_ && first_started_ns_ != 0 && window_s > 0) {
+    const double busy = std::clamp((busy_s_ + running_s) / (window_s * static_cast<double>(slots_)), 0.5, 1.0);
+    pace /= busy;
+  }
+  return std::clamp(pace, 0.5, 3.0);
 }
 
 std::vector<double> BuildProgress::unseen_predictions() const {
@@ -184,9 +228,11 @@ StatusView BuildProgress::view(std::int64_t now_ns) const {
   }
   view.running = eta.running.size();
   if (longest_start != 0) view.longest_running_s = static_cast<double>(now_ns - longest_start) / kNsPerS;
-  // A job queued while a slot is free is held by admission (the scheduler starts any
-  // other at once).
-  if (memory_admission_ && queued > 0 && view.running < slots_) view.waiting_for_memory = queued;
+  // The scheduler says which queued jobs wait for make's token; another job queued while
+  // a slot is free is held by memory admission (the scheduler starts any other at once).
+  if (token_waits_) view.waiting_for_token = std::min<std::uint64_t>(token_waits_(), queued);
+  if (memory_admission_ && queued > view.waiting_for_token && view.running < slots_)
+    view.waiting_for_memory = queued - view.waiting_for_token;
 
   std::vector<double> unseen = unseen_predictions();
   std::sort(unseen.begin(), unseen.end());
@@ -196,8 +242,15 @@ StatusView BuildProgress::view(std::int64_t now_ns) const {
   eta.pending_unknown += to_come - expected.size();
   view.total = done_ + active_.size() + to_come;
 
-  eta.parallelism = view.waiting_for_memory ? std::max<std::size_t>(view.running, 1) : slots_;
+  // Admission keeps the build as narrow as it runs now (make's other jobs hold the
+  // tokens, or memory is short).
+  eta.parallelism = view.waiting_for_memory || view.waiting_for_token
+                        ? std::max<std::size_t>(view.running, 1)
+                        : slots_;
   eta.typical_s = typical_s();
+  double running_s = 0;
+  for (const RunningWork& work : eta.running) running_s += work.elapsed_s;
+  eta.pace = pace(now_ns, running_s);
   // Nothing finished and nothing predicted: no number, not even 0:00.
   const bool known = eta.typical_s || !eta.pending_s.empty() ||
                      std::any_of(eta.running.begin(), eta.running.end(),
@@ -212,7 +265,7 @@ StatusView BuildProgress::finish(std::int64_t now_ns) {
   if (final_) return *final_;
   last.total = last.done;
   last.remaining_s = 0;
-  last.running = last.waiting_for_memory = 0;
+  last.running = last.waiting_for_memory = last.waiting_for_token = 0;
   last.longest_running.clear();
   final_ = last;
   if (history_ && targets_key_ != 0) history_->record_build(targets_key_, BuildShape{ran_, units_built_});

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -40,6 +41,13 @@ class BuildProgress {
 
   /// The pool's slots, and whether memory admission may hold commands back.
   void set_slots(std::size_t slots, bool memory_admission);
+  /// How many queued commands wait for a make jobserver token, as the admission of the
+  /// pool `owner` (its scheduler) says when the view is taken; called with this object's
+  /// lock held, so it must not call back into it. A resized build's next pool replaces
+  /// it; clear_token_waits(owner) (the pool closes) removes it if it is still that
+  /// pool's. Unset: none wait for one.
+  void set_token_waits(const void* owner, std::function<std::uint64_t()> waits);
+  void clear_token_waits(const void* owner);
   /// The driver's count of the commands still to come beyond those submitted (SCons:
   /// the nodes left to evaluate); unset: the last build's commands not seen yet.
   void set_expected_remaining(std::optional<std::uint64_t> commands);
@@ -85,6 +93,8 @@ class BuildProgress {
   std::size_t slots_ = 1;                             // guarded by mutex_
   bool memory_admission_ = false;                     // guarded by mutex_
   std::optional<std::uint64_t> expected_remaining_;   // guarded by mutex_
+  const void* token_waits_owner_ = nullptr;           // guarded by mutex_
+  std::function<std::uint64_t()> token_waits_;        // guarded by mutex_
   std::uint64_t next_id_ = 1;                         // guarded by mutex_
   std::uint64_t done_ = 0, failed_ = 0;               // guarded by mutex_
   std::map<std::uint64_t, Command> active_;           // queued and running, by id; guarded
@@ -94,6 +104,15 @@ class BuildProgress {
   /// Durations of this build's finished commands, by program, and all of them (seconds).
   std::unordered_map<std::uint64_t, std::vector<double>> by_program_;  // guarded by mutex_
   std::vector<double> finished_s_;                    // guarded by mutex_
+  /// The finished commands that had a prediction when they ended (the history's, or
+  /// their program's median before them): their durations and predictions summed, for
+  /// the pace (EtaInput::pace).
+  double paced_actual_s_ = 0, paced_predicted_s_ = 0;  // guarded by mutex_
+  std::uint64_t paced_count_ = 0;                     // guarded by mutex_
+  /// The slots' busy time: the finished commands' durations, since the first started.
+  double busy_s_ = 0;                                 // guarded by mutex_
+  std::int64_t first_started_ns_ = 0;                 // 0: none yet; guarded by mutex_
+  double pace(std::int64_t now_ns, double running_s) const;  // mutex_ held
   std::vector<std::uint64_t> ran_;                    // exact keys, in submission order
   std::uint64_t units_built_ = 0;                     // guarded by mutex_
   std::pair<std::uint64_t, std::uint64_t> last_build_;  // guarded by mutex_

@@ -11,9 +11,10 @@ namespace {
 // What a running command still needs. One that runs past its prediction is taken to be
 // nearly done: a tenth of its prediction more (a command does not end the moment it
 // outruns its history, and the line should not claim it will).
-double remaining_of(const RunningWork& work, const std::optional<double>& typical) {
-  const std::optional<double> predicted = work.predicted_s ? work.predicted_s : typical;
+double remaining_of(const RunningWork& work, const std::optional<double>& typical, double pace) {
+  std::optional<double> predicted = work.predicted_s ? work.predicted_s : typical;
   if (!predicted) return 0;
+  *predicted *= pace;
   return std::max(*predicted - work.elapsed_s, *predicted * 0.1);
 }
 
@@ -31,7 +32,8 @@ std::optional<double> estimate_remaining_s(const EtaInput& input) {
   // busiest, and the pending work waits for the earliest of them).
   std::vector<double> running;
   running.reserve(input.running.size());
-  for (const RunningWork& work : input.running) running.push_back(remaining_of(work, input.typical_s));
+  const double pace = input.pace > 0 ? input.pace : 1;
+  for (const RunningWork& work : input.running) running.push_back(remaining_of(work, input.typical_s, pace));
   std::sort(running.begin(), running.end());
   std::priority_queue<double, std::vector<double>, std::greater<>> free_at;
   double longest_running = 0;
@@ -46,7 +48,8 @@ std::optional<double> estimate_remaining_s(const EtaInput& input) {
   pending.insert(pending.end(), input.pending_unknown, input.typical_s.value_or(0));
   std::sort(pending.begin(), pending.end(), std::greater<>());
   double end = longest_running;
-  for (const double duration : pending) {
+  for (double duration : pending) {
+    duration *= pace;
     const double start = free_at.top();
     free_at.pop();
     free_at.push(start + duration);

@@ -231,6 +231,13 @@ Scheduler::Dispatch Scheduler::try_acquire(JobInfo& job) {
   return {waiter.slot, false, 0};
 }
 
+std::size_t Scheduler::waiting_for_token() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return static_cast<std::size_t>(std::count_if(queue_.begin(), queue_.end(), [](const Waiter* w) {
+    return w->waiting_for == Lack::kJobserver;
+  }));
+}
+
 // Everything the job was granted goes back with its slot: its local slot, its token.
 void Scheduler::finish_locked(const JobInfo& job, const Result& result) {
   policy_->on_finish(job, result);

@@ -79,6 +79,10 @@ class Scheduler {
   /// The build was interrupted by `sig`: every queued and later acquire gets no slot and
   /// `interrupted` = sig (the first signal stays). Running jobs are left alone.
   void interrupt(int sig);
+  /// How many queued jobs wait for a jobserver token now (the status line's "waiting for
+  /// a job token"): those whose last look found all but a token, and those queued behind
+  /// such a one (every job needs a token, so they wait for the same thing).
+  std::size_t waiting_for_token();
   /// Whether the policy reads JobInfo::key (so submitters build it). Fixed at start.
   bool wants_keys() const { return wants_keys_; }
 

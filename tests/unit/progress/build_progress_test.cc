@@ -62,6 +62,78 @@ TEST_CASE("a queued command is waiting for memory while a slot is free", "[progr
   CHECK(progress.view(kS).waiting_for_memory == 0);
 }
 
+TEST_CASE("the ETA follows the build's pace: durations over their predictions", "[progress]") {
+  BuildProgress progress(nullptr, 0, 0);
+  progress.set_slots(1, false);
+  auto run = [&](std::int64_t duration_ns) {
+    const std::uint64_t id = progress.submitted(key(1), "cc");
+    progress.started(id, 0);
+    progress.finished(id, false, duration_ns);
+  };
+  for (int i = 0; i < 5; ++i) run(kS);  // the first had no prediction, the others 1 s
+  progress.submitted(key(2), "cc -c queued.c");
+  REQUIRE(progress.view(kS).remaining_s);
+  CHECK(*progress.view(kS).remaining_s == Approx(1));  // the program's median, as predicted
+  for (int i = 0; i < 4; ++i) run(2 * kS);  // predicted 1 s (the median before each), took 2
+  // 12 s taken where 8 s were predicted: the median (still 1 s) counts 1.5x.
+  CHECK(*progress.view(kS).remaining_s == Approx(1.5));
+}
+
+TEST_CASE("the ETA counts the slots' idle share the driver leaves between commands", "[progress]") {
+  for (const bool memory_admission : {false, true}) {
+    BuildProgress progress(nullptr, 0, 0);
+    progress.set_slots(2, memory_admission);
+    for (int i = 0; i < 5; ++i) {  // 1 s each, as predicted, one after the other: 1 slot of 2 busy
+      const std::uint64_t id = progress.submitted(key(1), "cc");
+      progress.started(id, i * kS);
+      progress.finished(id, false, kS);
+    }
+    progress.submitted(key(2), "cc -c queued.c");
+    REQUIRE(progress.view(5 * kS).remaining_s);
+    // Half the slots' time was busy: a 1 s command ends in 2 s. Admission's narrowing is
+    // the ETA's parallelism, not an idle share.
+    CHECK(*progress.view(5 * kS).remaining_s == Approx(memory_admission ? 1 : 2));
+  }
+}
+
+TEST_CASE("the queued commands waiting for a job token are the admission's count", "[progress]") {
+  BuildProgress progress(nullptr, 0, 0);
+  progress.set_slots(4, true);
+  const std::uint64_t a = progress.submitted(key(1), "a");
+  progress.started(a, 0);
+  progress.finished(a, false, 4 * kS);  // a typical command takes 4 s
+  const std::uint64_t b = progress.submitted(key(2), "b");
+  progress.started(b, 0);
+  progress.submitted(key(3), "c");
+  progress.submitted(key(4), "d");
+  StatusView view = progress.view(kS);
+  CHECK(view.waiting_for_token == 0);    // no pool said so: none
+  CHECK(view.waiting_for_memory == 2);   // memory admission, slots free
+  REQUIRE(view.remaining_s);
+  CHECK(*view.remaining_s == Approx(4 * 3 - 1));  // one at a time, as memory lets them
+  int owner = 0, next_owner = 0;
+  std::uint64_t waits = 2;
+  progress.set_token_waits(&owner, [&] { return waits; });
+  view = progress.view(kS);
+  CHECK(view.waiting_for_token == 2);
+  CHECK(view.waiting_for_memory == 0);   // the scheduler says what they wait for
+  CHECK(*view.remaining_s == Approx(4 * 3 - 1));  // make keeps the build one wide
+  waits = 1;
+  view = progress.view(kS);
+  CHECK(view.waiting_for_token == 1);
+  CHECK(view.waiting_for_memory == 1);
+  waits = 5;  // never more than are queued
+  CHECK(progress.view(kS).waiting_for_token == 2);
+  progress.set_token_waits(&next_owner, [] { return std::uint64_t{0}; });  // a resized build's next pool
+  progress.clear_token_waits(&owner);   // the old pool closes: the new pool's stays
+  CHECK(progress.view(kS).waiting_for_memory == 2);
+  waits = 2;
+  CHECK(progress.view(kS).waiting_for_token == 0);
+  progress.clear_token_waits(&next_owner);
+  CHECK(progress.view(kS).waiting_for_token == 0);
+  CHECK(progress.finish(2 * kS).waiting_for_token == 0);
+}
+
 TEST_CASE_METHOD(test::StoreFixture, "the last build of the same targets gives the total and the durations", "[progress][history]") {
   {
     auto store = std::make_shared<HistoryStore>(path, test::store_options(20, 5000), warnings.sink());

@@ -57,6 +57,22 @@ TEST_CASE("unknown commands take the typical duration, or there is no estimate")
   CHECK(estimate_remaining_s(input) == Approx(2));
 }
 
+TEST_CASE("the pace of the build scales every duration") {
+  EtaInput input;
+  input.parallelism = 2;
+  input.running = {{1, 2.0}};             // predicted 2 s, 1 s run
+  input.pending_s = {2, 2};
+  input.pending_unknown = 1;
+  input.typical_s = 2;
+  // A frees at 1, B at 0: B 2, A 1 + 2 = 3, B 2 + 2 = 4.
+  CHECK(estimate_remaining_s(input) == Approx(4));
+  input.pace = 1.5;                       // commands take 1.5x their predictions here
+  // Running: 3 s predicted, 2 s left; pending 3, 3, 3: B 3, A 2 + 3 = 5, B 3 + 3 = 6.
+  CHECK(estimate_remaining_s(input) == Approx(6));
+  input.pace = 0;                         // not a pace: as predicted
+  CHECK(estimate_remaining_s(input) == Approx(4));
+}
+
 TEST_CASE("nothing left is zero") {
   EtaInput input;
   CHECK(estimate_remaining_s(input) == Approx(0));

@@ -88,6 +88,7 @@ TEST_CASE("a job waiting for a token starts when make puts one back", "[schedule
     REQUIRE(submitted(policy, 3));
     CHECK_FALSE(second.started());
     CHECK_FALSE(third.started());
+    CHECK(scheduler.waiting_for_token() == 2);  // what the status line shows
 
     make.put(token);  // make's other job ended: the scheduler's thread sees the token
     REQUIRE(test::wait_until([&] { return second.started() || third.started(); }));
@@ -97,11 +98,13 @@ TEST_CASE("a job waiting for a token starts when make puts one back", "[schedule
     Submitter& running = second.started() ? second : third;
     CHECK(running.job().jobserver_wait_ns > 0);
     CHECK(running.job().slot_wait_ns == 0);
+    CHECK(scheduler.waiting_for_token() == 1);
 
     // The first job ends: the implicit slot goes to the job still waiting.
     scheduler.release(0, first, exit_result(0));
     REQUIRE(waiting.returned());
     CHECK(make.tokens() == 0);
+    CHECK(scheduler.waiting_for_token() == 0);
     scheduler.release(running.slot(), running.job(), exit_result(0));
     CHECK(make.tokens() == 1);
     scheduler.release(waiting.slot(), waiting.job(), exit_result(0));
