@@ -26,6 +26,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import compare_spawn  # noqa: E402  (its before/after tables are kept)
+import eta_bench  # noqa: E402  (its section is kept: eta_bench.py writes it)
 import marked_section  # noqa: E402
 import memory_report  # noqa: E402  (its section is kept: memory_report.py writes it)
 import report_pythons  # noqa: E402  (the build benchmark's interpreter axis)
@@ -900,15 +901,16 @@ def main():
 def keep_other_sections(markdown, text, keep_pythons):
     """text with the sections of the old report that this run has no results for: the
     memory benchmark's and its rows by environment (memory_report.py writes them), the
-    before/after tables
-    (compare_spawn.py), and the CPython one without build_pythons.json."""
+    before/after tables (compare_spawn.py), the ETA benchmark's (eta_bench.py), and the
+    CPython one without build_pythons.json."""
     if not os.path.exists(markdown):
         return text
     with open(markdown) as f:
         old = f.read()
     kept = [(memory_report.BEGIN, memory_report.END),
             (memory_report.ENV_BEGIN, memory_report.ENV_END),
-            (compare_spawn.BEGIN, compare_spawn.END)]
+            (compare_spawn.BEGIN, compare_spawn.END),
+            (eta_bench.BEGIN, eta_bench.END)]
     if keep_pythons:
         kept.append((report_pythons.BEGIN, report_pythons.END))
     for begin, end in kept:

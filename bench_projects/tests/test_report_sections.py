@@ -40,6 +40,30 @@ def test_full_report_keeps_the_memory_rows_by_environment(tmp_path):
     assert text.endswith(memory + "\n" + rows)
 
 
+def test_full_report_keeps_the_eta_section_and_eta_bench_rewrites_only_its_own(tmp_path):
+    import json
+    import eta_bench
+    markdown = tmp_path / "benchmarks.md"
+    eta = f"{eta_bench.BEGIN}\n## ETA benchmark (issue 18)\n\nmeasured\n{eta_bench.END}\n"
+    markdown.write_text("# Benchmarks\n\n## Spawn benchmark\n\nold\n\n" + eta)
+    text = report.keep_other_sections(str(markdown), "# Benchmarks\n\n## Spawn benchmark\n\nnew\n",
+                                      keep_pythons=True)
+    assert "new" in text and "old" not in text and text.endswith(eta)
+    # eta_bench.py --report ETA_JSON --markdown FILE: its section again, the rest as it was.
+    markdown.write_text(text)
+    result = {"started": 0, "machine": {"loadavg_at_start": ["1"], "loadavg_at_end": ["2"]},
+              "cpus": 2, "jobs": 2, "builds": 1, "shape": {"levels": 2, "dirs": 3, "files": 50},
+              "tree": {"sources": 200, "libraries": 10, "programs": 4}, "scons_version": "4.4.0",
+              "cost": [{"order": ["line", "off"], "line": {"wall_s": 10.0, "driver_cpu_s": 2.0},
+                        "off": {"wall_s": 10.0, "driver_cpu_s": 2.0}}]}
+    (tmp_path / "eta.json").write_text(json.dumps(result))
+    assert eta_bench.main_args(["--report", str(tmp_path / "eta.json"), "--markdown", str(markdown)]) == 0
+    again = markdown.read_text()
+    assert again.startswith("# Benchmarks\n\n## Spawn benchmark\n\nnew\n")
+    assert again.count(eta_bench.BEGIN) == 1 and "measured" not in again
+    assert "| 1 | line | 10.00 s | 10.00 s | 1.000 |" in again
+
+
 def test_compare_spawn_replaces_its_table_of_the_same_title(tmp_path):
     import json
     import compare_spawn
