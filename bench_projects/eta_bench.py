@@ -41,7 +41,7 @@ spawn_bench/tree_rusage) as line/off ratios, median and range.
 Count: each accuracy build's final [N/M] (the last plain line) is checked against the
 commands in its trace (N = M = that number).
 
-usage: eta_bench.py [--files 80] [--dirs 3] [--levels 2] [--jobs 2] [--builds 5]
+usage: eta_bench.py [--files 50] [--dirs 3] [--levels 2] [--jobs 2] [--builds 5]
                     [--cost-rounds 6] [--out build/bench-eta] [--work DIR]
                     [--pool-path build/python] [--plugin-path scons_plugin] [--skip-accuracy] [--skip-cost]
                     [--markdown docs/benchmarks.md]
@@ -446,7 +446,7 @@ def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--levels", type=int, default=2)
     ap.add_argument("--dirs", type=int, default=3)
-    ap.add_argument("--files", type=int, default=80)
+    ap.add_argument("--files", type=int, default=50)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--builds", type=int, default=5)
     ap.add_argument("--cost-rounds", type=int, default=6)
