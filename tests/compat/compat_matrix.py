@@ -67,7 +67,13 @@ FULL_SUITE = ['tests/scons', 'tests/distributed/test_distcc_build.py',
               '--ignore=tests/scons/test_plugin_unit.py',
               '--ignore=tests/scons/test_issue6_launcher.py']
 CORE_SUITE = ['tests/scons/test_stock_equivalence.py', 'tests/scons/test_failures.py',
-              'tests/scons/test_interrupts.py']
+              'tests/scons/test_interrupts.py',
+              # the status line's count reads the Taskmaster's nodes, executors and
+              # scanners, which differ between releases (10 s of a cell)
+              'tests/scons/test_status.py::'
+              'test_count_of_a_clean_rebuild_an_incremental_build_and_an_up_to_date_one',
+              'tests/scons/test_status.py::'
+              'test_first_build_counts_the_libraries_a_program_links_and_the_directories']
 # Tests whose expectation holds for the legacy scheduler only, left out of NewParallel
 # cells with the reason (printed with the matrix). None today: the tests read
 # NewParallel's 'Error -2' for an interrupted command as 'Build interrupted.'.
