@@ -451,7 +451,10 @@ def run(args):
               "commands": len(m["commands"]), "rounds": args.rounds,
               "admission_runs": args.admission_runs, "reference": None,
               "unavailable": unavailable, "notes": [],
-              "command_line": " ".join(["bench_projects/memory_bench.py"] + sys.argv[1:]),
+              # paths inside the checkout as the repository's, so a row names no machine's
+              "command_line": " ".join(["bench_projects/memory_bench.py"] + [
+                  os.path.relpath(a, REPO) if a.startswith(REPO + os.sep) else a
+                  for a in sys.argv[1:]]),
               "runs": []}
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "memory.json")
