@@ -132,7 +132,10 @@ def test_history_off_and_a_read_only_tree(pool_module, project):
 
 LIBS_TREE = {
     'SConstruct': "SConscript('sub/SConscript')\n",
+    # Each compile takes 0.4 s at least, so that the build outlasts the plain printer's
+    # first check (once a second): a quicker build ends with the summary alone.
     'sub/SConscript': ("env = Environment()\n"
+                       "env['CCCOM'] = 'sleep 0.4 && ' + env['CCCOM']\n"
                        "env.Library('one', ['a0.c', 'a1.c', 'a2.c', 'a3.c'])\n"
                        "env.Library('two', ['b0.c', 'b1.c', 'b2.c', 'b3.c'])\n"
                        "env.Program('prog', ['main.c'], LIBS=['one', 'two'], LIBPATH=['.'])\n"),
