@@ -299,7 +299,9 @@ TEST_CASE("the peak is the command's own, within a few MiB", "[cgroup][slot]") {
       INFO("peak " << run.memory.peak_bytes << ", rusage " << run.reaped.max_rss_kb << " kB");
       CHECK(run.memory.peak_bytes >= 96 * kMiB - kPeakShortfall);
       CHECK(run.memory.peak_bytes <= 96 * kMiB + 3 * kPeakTolerance);
-      CHECK(run.reaped.max_rss_kb * 1024 < 48 * kMiB);  // the largest process only
+      // ru_maxrss sees the largest process only: 32 MiB, plus what a forked child keeps
+      // mapped of its parent (under ASan its runtime's ~28 MiB: 61 MiB seen), never 96.
+      CHECK(run.reaped.max_rss_kb * 1024 < 72 * kMiB);
       bool from_cgroup = false;
       CHECK(reported_peak_bytes(run.memory, run.reaped.max_rss_kb, from_cgroup) ==
             run.memory.peak_bytes);
