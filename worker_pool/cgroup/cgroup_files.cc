@@ -1,5 +1,6 @@
 #include "worker_pool/cgroup/cgroup_files.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <sys/vfs.h>
@@ -36,6 +37,10 @@ ssize_t pread_retrying(int fd, char* buffer, std::size_t size, off_t offset) {
   do n = pread(fd, buffer, size, offset);
   while (n < 0 && errno == EINTR);
   return n;
+}
+
+bool starts_with(const std::string& text, const std::string& prefix) {
+  return text.compare(0, prefix.size(), prefix) == 0;
 }
 
 }  // namespace
@@ -148,6 +153,23 @@ CgroupVersion cgroup_version_of(const std::string& dir) {
   if (fs.f_type == CGROUP2_SUPER_MAGIC) return CgroupVersion::kV2;
   if (fs.f_type == CGROUP_SUPER_MAGIC) return CgroupVersion::kV1;
   return CgroupVersion::kNone;
+}
+
+std::vector<std::string> subdirectories(int dir_fd, const std::string& prefix) {
+  std::vector<std::string> names;
+  const int listing_fd = open_at(dir_fd, ".", O_RDONLY | O_DIRECTORY);
+  DIR* dir = listing_fd >= 0 ? fdopendir(listing_fd) : nullptr;
+  if (dir == nullptr) {
+    if (listing_fd >= 0) close(listing_fd);
+    return names;
+  }
+  while (dirent* entry = readdir(dir)) {
+    const std::string name = entry->d_name;
+    if (entry->d_type == DT_DIR && name != "." && name != ".." && starts_with(name, prefix))
+      names.push_back(name);
+  }
+  closedir(dir);
+  return names;
 }
 
 }  // namespace spawnpool::detail

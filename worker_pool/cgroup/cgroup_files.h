@@ -38,6 +38,10 @@ bool write_text(int fd, std::string_view text);
 /// The whole file from offset 0 (cgroup.procs, memory.stat); `out` is replaced.
 bool read_all(int fd, std::string& out);
 
+/// Names of the subdirectories (child cgroups) of the directory open at `dir_fd` that
+/// start with `prefix` ("" for all); none where it cannot be listed.
+std::vector<std::string> subdirectories(int dir_fd, const std::string& prefix);
+
 /// Path-based forms for set-up and tear-down, where one open per call does not matter.
 bool read_file_text(const std::string& path, std::string& out);
 bool write_file_text(const std::string& path, std::string_view text);

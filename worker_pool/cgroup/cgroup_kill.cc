@@ -1,6 +1,5 @@
 #include "worker_pool/cgroup/cgroup_kill.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -106,21 +105,13 @@ int signal_cgroup_processes(int dir_fd, int sig) {
 int signal_cgroup_tree(int dir_fd, int sig) {
   int listed = signal_cgroup_processes(dir_fd, sig);
   if (listed < 0) return listed;
-  const int listing_fd = open_at(dir_fd, ".", O_RDONLY | O_DIRECTORY);
-  DIR* dir = listing_fd >= 0 ? fdopendir(listing_fd) : nullptr;
-  if (dir == nullptr) {
-    if (listing_fd >= 0) close(listing_fd);
-    return listed;
-  }
-  while (dirent* entry = readdir(dir)) {
-    if (entry->d_type != DT_DIR || entry->d_name[0] == '.') continue;
-    const int child_fd = open_at(dir_fd, entry->d_name, O_RDONLY | O_DIRECTORY);
+  for (const std::string& child : subdirectories(dir_fd, "")) {
+    const int child_fd = open_at(dir_fd, child.c_str(), O_RDONLY | O_DIRECTORY);
     if (child_fd < 0) continue;  // removed meanwhile
     const int below = signal_cgroup_tree(child_fd, sig);
     close(child_fd);
     if (below > 0) listed += below;
   }
-  closedir(dir);
   return listed;
 }
 

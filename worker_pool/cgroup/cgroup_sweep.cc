@@ -1,6 +1,5 @@
 #include "worker_pool/cgroup/cgroup_sweep.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -16,28 +15,6 @@ namespace spawnpool::detail {
 namespace {
 
 constexpr std::chrono::milliseconds kSweepTimeout{2000};
-
-bool starts_with(const std::string& text, const std::string& prefix) {
-  return text.compare(0, prefix.size(), prefix) == 0;
-}
-
-// Names of the subdirectories of the directory open at `dir_fd` that start with `prefix`.
-std::vector<std::string> subdirectories(int dir_fd, const std::string& prefix) {
-  std::vector<std::string> names;
-  const int listing_fd = open_at(dir_fd, ".", O_RDONLY | O_DIRECTORY);
-  DIR* dir = listing_fd >= 0 ? fdopendir(listing_fd) : nullptr;
-  if (dir == nullptr) {
-    if (listing_fd >= 0) close(listing_fd);
-    return names;
-  }
-  while (dirent* entry = readdir(dir)) {
-    const std::string name = entry->d_name;
-    if (entry->d_type == DT_DIR && name != "." && name != ".." && starts_with(name, prefix))
-      names.push_back(name);
-  }
-  closedir(dir);
-  return names;
-}
 
 // Kills what runs in `name` inside `parent_fd` and below it, then removes its command
 // cgroups (a slot's cmd-*, cgroup_slot.h) and itself: a cgroup with children is busy.
