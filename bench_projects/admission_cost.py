@@ -57,7 +57,7 @@ def batch(pool, command, count):
         result = pool.run(command)
         times.append(time.perf_counter_ns() - start)
         if result.returncode != 0:
-            sys.exit("admission_cost: the command failed: %r" % result)
+            sys.exit("%s: the command failed: %r" % (os.path.basename(sys.argv[0]), result))
     return statistics.median(times) / 1000.0
 
 

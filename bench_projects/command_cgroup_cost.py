@@ -22,7 +22,8 @@ import os
 import random
 import statistics
 import sys
-import time
+
+from admission_cost import batch  # median per command, the same measure
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -41,18 +42,6 @@ def make_pool(spawnpool, env):
                 del os.environ[name]
             else:
                 os.environ[name] = value
-
-
-def batch(pool, command, count):
-    """Median wall time per command, in microseconds."""
-    times = []
-    for _ in range(count):
-        start = time.perf_counter_ns()
-        result = pool.run(command)
-        times.append(time.perf_counter_ns() - start)
-        if result.returncode != 0:
-            sys.exit("command_cgroup_cost: the command failed: %r" % result)
-    return statistics.median(times) / 1000.0
 
 
 def where(pool, spawnpool):
