@@ -22,6 +22,8 @@ class PoolCore;
 struct JobState;
 class HistoryStore;
 class BuildProgress;
+struct PreparedCommand;
+class PoolLayer;
 }
 
 struct PoolOptions {
@@ -163,6 +165,11 @@ class Pool {
   std::vector<int> spawner_pids() const;
 
  private:
+  // The engine's stack (engine/src/stack/pool_layer.h) hands over a command it prepared
+  // at its own door: submit() without preparing it again.
+  friend class detail::PoolLayer;
+  Job submit_prepared(detail::PreparedCommand& command);
+
   std::shared_ptr<detail::PoolCore> core_;
 };
 

@@ -9,6 +9,7 @@
 // launcher_words), never re-derive another from `command`.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,11 @@ struct PreparedCommand {
   /// takes the command (PoolCore::submit), and only when the pool keeps keys (a memory
   /// budget): the exact key from what runs then, the others from program_name and output.
   CommandKey key;
+  /// Called by the pool while it waits for the command, as Pool::wait's `tick`
+  /// (spawnpool::WaitTick): set by a binding whose runtime must run its own signal
+  /// handlers meanwhile (the Python module, on the main thread), for the call's length.
+  /// Null: none.
+  const std::function<int()>* wait_tick = nullptr;
 };
 
 }  // namespace spawnpool::detail

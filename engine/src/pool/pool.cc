@@ -88,6 +88,10 @@ Job Pool::submit(const Command& command, const SubmitOptions& how) {
   return Job(core_, core_->submit(prepared, true));
 }
 
+Job Pool::submit_prepared(detail::PreparedCommand& command) {
+  return Job(core_, core_->submit(command, true));
+}
+
 std::optional<Job> Pool::try_submit(const Command& command, const SubmitOptions& how) {
   detail::PreparedCommand prepared = detail::prepare_command(command);
   prepared.local = how.local;

@@ -1,14 +1,17 @@
-// What the command tests share: a fake inner layer that records what reaches it, a layer
-// that runs commands on a real Pool, running a program directly (dash itself, to compare
-// with), capturing this process's fd 1 or 2, and print_argv's output read back.
+// What the command tests share: a fake inner layer that records what reaches it, the
+// engine's layer that runs commands on a real Pool, running a program directly (dash
+// itself, to compare with), capturing this process's fd 1 or 2, and print_argv's output
+// read back.
 // Header-only; not thread-safe unless noted.
 #pragma once
 
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -17,6 +20,7 @@
 #include <vector>
 
 #include "engine/src/stack/layer.h"
+#include "engine/src/stack/pool_layer.h"
 #include "spawnpool/pool.h"
 #include "tests/unit/support/test_support.h"
 
@@ -51,16 +55,25 @@ class FakeLayer : public detail::Layer {
   std::vector<detail::PreparedCommand> seen_;
 };
 
-/// Runs what reaches it on `pool` (Pool::run prepares it again: a no-op on a prepared
-/// command's cwd and environment).
-class PoolLayer : public detail::Layer {
- public:
-  explicit PoolLayer(Pool& pool) : pool_(pool) {}
-  Result run(detail::PreparedCommand& command) override { return pool_.run(command.command); }
+/// The bottom layer on a real pool: the engine's own (pool_layer.h).
+using detail::PoolLayer;
 
- private:
-  Pool& pool_;
-};
+/// `sh -c line` in / with `env` (a launcher's tests: its PATH finds the compilers).
+inline Command sh_line(const std::string& line, std::vector<std::string> env,
+                       OutputMode output) {
+  Command command;
+  command.argv = {"sh", "-c", line};
+  command.env = std::move(env);
+  command.cwd = "/";
+  command.output = output;
+  return command;
+}
+
+/// Writes an executable script (a fake launcher or compiler) at `path`.
+inline void write_script(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+  chmod(path.c_str(), 0755);
+}
 
 /// A Result of a command that ran and ended with `returncode` (-N: signal N).
 inline Result ran(int returncode, std::string out = {}, std::string err = {}) {

@@ -30,17 +30,7 @@ const Words kDriverPath = {"PATH=/usr/bin:/bin"};
 
 PreparedCommand sh(const std::string& line, Words env = {"PATH=/usr/bin:/bin"},
                    OutputMode output = OutputMode::kPassthrough) {
-  Command command;
-  command.argv = {"sh", "-c", line};
-  command.env = std::move(env);
-  command.cwd = "/";
-  command.output = output;
-  return detail::prepare_command(command);
-}
-
-void write_script(const std::string& path, const std::string& text) {
-  std::ofstream(path) << text;
-  chmod(path.c_str(), 0755);
+  return detail::prepare_command(sh_line(line, std::move(env), output));
 }
 
 Words sorted(Words words) {

@@ -1,0 +1,71 @@
+#include "engine/src/stack/session.h"
+
+#include <stdexcept>
+#include <utility>
+
+#include "engine/src/command/direct_exec.h"
+#include "engine/src/command/prepare_command.h"
+#include "engine/src/stack/pool_layer.h"
+
+namespace spawnpool::detail {
+namespace {
+
+bool blank(const std::string& text) {
+  return text.find_first_not_of(" \t\n") == std::string::npos;
+}
+
+}  // namespace
+
+Session::Session(Layer& base, SessionOptions options)
+    : Session(nullptr, &base, std::move(options)) {}
+
+Session::Session(Pool& pool, SessionOptions options)
+    : Session(std::make_unique<PoolLayer>(pool), nullptr, std::move(options)) {}
+
+// `base` is the caller's, or null for `owned_base`.
+Session::Session(std::unique_ptr<Layer> owned_base, Layer* base, SessionOptions options)
+    : classifier_(options.compilers),
+      owned_base_(std::move(owned_base)),
+      seam_(base ? *base : *owned_base_) {
+  Layer* below = &seam_;
+  if (options.direct_exec) {
+    direct_exec_ = std::make_unique<DirectExec>(*below);
+    below = direct_exec_.get();
+  }
+  // Output sync (on direct exec), then the trace and the statistics (on sync) go here,
+  // in that order, as they move from Python (stack.py) into C++.
+  checks_ = below;
+  if (!blank(options.launcher)) {
+    const std::vector<std::string> driver_environment =
+        options.driver_environment ? std::move(*options.driver_environment)
+                                   : current_environment();
+    launcher_ = std::make_unique<LauncherLayer>(
+        *below, Launcher(options.launcher, driver_environment), options.message_prefix);
+    below = launcher_.get();
+  }
+  top_ = below;
+}
+
+Session::~Session() = default;
+
+PreparedCommand Session::prepare(Command command) const {
+  return prepare_command(std::move(command), classifier_);
+}
+
+Result Session::run(Command command, bool check) {
+  PreparedCommand prepared = prepare(std::move(command));
+  return (check ? *checks_ : *top_).run(prepared);
+}
+
+void Session::rebase(Layer& base) {
+  seam_.base_ = &base;
+  owned_base_.reset();
+}
+
+void Session::rebase(Pool& pool) {
+  std::unique_ptr<Layer> layer = std::make_unique<PoolLayer>(pool);
+  seam_.base_ = layer.get();
+  owned_base_ = std::move(layer);
+}
+
+}  // namespace spawnpool::detail

@@ -1,0 +1,107 @@
+// One build's command stack: made once from the build's options, it owns the layers and
+// stacks them, always in this order (top first; a layer nobody asked for is not there):
+//
+//   launcher     LauncherLayer (command/launcher_layer.h): a compile runs through the
+//                compiler launcher and is not local
+//   recorded     the trace and the statistics see every result      (not yet in C++)
+//   sync         a passthrough command's output printed as one block (not yet in C++)
+//   direct exec  DirectExec (command/direct_exec.h): `sh -c LINE` without shell syntax
+//                runs as its program, with sh's PWD, status and messages
+//   base         what runs it: the pool (PoolLayer, pool_layer.h), or the caller's layer
+//                (the Python package's Popen fallback and test fake)
+//
+// Why this order: the launcher rewrites what runs before anything records it; the trace
+// records the status sh would have given; output sync captures what direct exec adds
+// (sh's "Segmentation fault"); direct exec sits on the base because only there is it
+// known that a program could not start and the line needs sh after all.
+//
+// runner() runs a command through every layer; checks_runner() through those below the
+// launcher (SCons' Configure checks, which the launcher leaves alone). The door is
+// prepare(): the command made final and read once, with the session's compile
+// classifier. rebase() moves the stack onto another base (a resized pool).
+//
+// Threading: runner() and checks_runner() are thread-safe (every layer is); the session
+// is made, rebased and destroyed by one thread while no command runs.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/src/command/compile_classifier.h"
+#include "engine/src/command/launcher_layer.h"
+#include "engine/src/stack/layer.h"
+#include "spawnpool/pool.h"
+
+namespace spawnpool::detail {
+
+struct SessionOptions {
+  /// The compiler launcher as shell text ("distcc", "ccache distcc"); blank: none.
+  std::string launcher;
+  /// Compiler names besides the default ones (compile_classifier.h).
+  std::vector<std::string> compilers;
+  /// Run simple `sh -c` lines as their program (direct_exec.h).
+  bool direct_exec = true;
+  /// What starts the launcher's messages and summary ("spawnpool", "scons").
+  std::string message_prefix = "spawnpool";
+  /// The driver's environment ("NAME=value"): the launcher is found on its PATH and takes
+  /// its HOME, DISTCC_* ... Unset: the driver's now (current_environment()).
+  std::optional<std::vector<std::string>> driver_environment;
+};
+
+class Session {
+ public:
+  /// The stack on `base` (not owned; it must outlive the session or be rebased away).
+  /// Throws std::invalid_argument for a launcher that is not a plain command (empty
+  /// after all, or with shell syntax): the caller says so and goes on without it.
+  Session(Layer& base, SessionOptions options);
+  /// The stack on a PoolLayer of `pool` (owned by the session).
+  Session(Pool& pool, SessionOptions options);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  Layer& runner() { return *top_; }
+  Layer& checks_runner() { return *checks_; }
+  /// The stack's door: `command` made final (prepare_command.h) with this session's
+  /// compile classifier. Call it on the caller's thread.
+  PreparedCommand prepare(Command command) const;
+  /// prepare() then runner().run() (checks_runner() for `check`): a failing command is
+  /// its Result.
+  Result run(Command command, bool check = false);
+
+  /// Puts the layers on another base (no command may be running).
+  void rebase(Layer& base);
+  void rebase(Pool& pool);
+
+  /// The launcher, or null when none was asked for.
+  const Launcher* launcher() const { return launcher_ ? &launcher_->launcher() : nullptr; }
+  /// What the launcher did, without a newline ("" without a launcher): launcher_layer.h.
+  std::string launcher_summary() const { return launcher_ ? launcher_->summary() : ""; }
+  LauncherCounts launcher_counts() const { return launcher_ ? launcher_->counts() : LauncherCounts{}; }
+  bool direct_exec() const { return direct_exec_ != nullptr; }
+
+ private:
+  // The bottom of every stack: forwards to the base, which rebase() changes.
+  class BaseSeam : public Layer {
+   public:
+    explicit BaseSeam(Layer& base) : base_(&base) {}
+    Result run(PreparedCommand& command) override { return base_->run(command); }
+    Layer* base_;
+  };
+
+  Session(std::unique_ptr<Layer> owned_base, Layer* base, SessionOptions options);
+
+  const CompileClassifier classifier_;
+  std::unique_ptr<Layer> owned_base_;  // the PoolLayer made for a Pool, else null
+  BaseSeam seam_;
+  std::unique_ptr<Layer> direct_exec_;  // null: not asked for
+  // The seams of the layers still in Python (output_sync.py, stats.py, trace.py): the
+  // sync layer goes on direct exec (or the seam), recorded on sync, the launcher on them.
+  std::unique_ptr<LauncherLayer> launcher_;  // null: no launcher
+  Layer* checks_;  // the top below the launcher
+  Layer* top_;     // every layer
+};
+
+}  // namespace spawnpool::detail
