@@ -159,3 +159,49 @@ def test_a_command_that_never_fits_is_recognised_without_cgroups(tmp_path):
     assert 'OOM retries:        1 (1 killed again when run alone)' in err, err
     assert 'memory measured by: %s' % NO_CGROUP_MODE in err, err
     assert 'no per-slot memory cgroups' not in err, err  # turned off on purpose: no warning
+
+
+def capped_run_without_cgroups(cap, lines, args, cwd):
+    """`spawnpool run ARGS` on `lines` in `cap`, cgroups turned off (as a read-only tree)."""
+    (cwd / 'cmds').write_text(''.join(line + '\n' for line in lines))
+    join = ['/bin/sh', '-c', 'echo $$ > "$0/cgroup.procs" && exec "$@"', cap.path]
+    r = subprocess.run(join + [SYSTEM_PYTHON, '-m', 'spawnpool', 'run', '--stats'] + args +
+                       ['cmds'], cwd=cwd, capture_output=True, timeout=120,
+                       env=module_env(SPAWNPOOL_DISABLE_CGROUPS='1'))
+    assert wait_for(lambda: not procs(cap)), procs(cap)
+    return r.returncode, r.stderr.decode(errors='replace')
+
+
+def test_a_compile_whose_compiler_was_oom_killed_is_recognised_without_cgroups(tmp_path):
+    """The OOM killer picks the largest process, which in a compile is cc1plus, not the
+    command: gcc then exits 1 ("Killed signal terminated program cc1plus"). Here a shell
+    stands in for gcc: its child is killed and it exits 1. Recognised from the failure and
+    the cap's count, the command is run again alone, and fails with the OOM message."""
+    reason = why_not_here()
+    if reason:
+        pytest.skip(reason)
+    with cgroup_support.TestCgroup(limit_bytes=192 * MIB) as cap:
+        rc, err = capped_run_without_cgroups(cap, ['%s 400 || exit 1' % ALLOC],
+                                             ['--memory=2G'], tmp_path)
+    assert rc == 1, err
+    assert ("spawnpool: *** [line 1] Error 1, killed by the kernel's OOM killer (peak "
+            in err), err
+    assert 'OOM retries:        1 (1 killed again when run alone)' in err, err
+
+
+def test_compiles_whose_compilers_were_oom_killed_are_run_again_and_succeed(tmp_path):
+    """Two such compiles start together under a cap that holds one: the kernel kills one's
+    child, the command exits 1, and its run alone succeeds: 2 ok, nothing lost."""
+    reason = why_not_here()
+    if reason:
+        pytest.skip(reason)
+    line = '%s 120 1000 || exit 1' % ALLOC
+    with cgroup_support.TestCgroup(limit_bytes=192 * MIB) as cap:
+        kills_before = oom_kills(cap)
+        rc, err = capped_run_without_cgroups(cap, [line, line], ['-j', '2', '--memory=2G'],
+                                             tmp_path)
+        kills = oom_kills(cap) - kills_before
+    assert kills >= 1, 'the cap killed nothing: the case did not happen\n' + err
+    assert rc == 0, err
+    assert 'killed by the kernel' not in err, err
+    assert 'OOM retries:        %d (0 killed again when run alone)' % kills in err, err

@@ -242,7 +242,7 @@ Result PoolCore::wait(JobState& job, const WaitTick& tick, std::chrono::millisec
   if (job.slot < 0) return std::move(job.result);
   Result r = collect(job, tick, tick_period);
   // The slot's cgroup says the OOM killer struck, whatever the exit status (a compiler
-  // driver reports a killed cc1plus as an error exit); without slot cgroups, a SIGKILL
+  // driver reports a killed cc1plus as an error exit); without slot cgroups, a failure
   // while the driver's cgroup counted a kill (collect()). Once only: a second kill is
   // the result.
   if (r.oom_killed && memory_) r = run_again_alone(job, std::move(r), tick, tick_period);

@@ -153,12 +153,16 @@ std::int64_t PoolMemory::oom_kills_now() const {
   return oom_count_.read(count) ? count : -1;
 }
 
-// The OOM killer sends SIGKILL; a shell between the pool and the killed program reports
-// it as 128+9. Another SIGKILL while some other process was OOM-killed is taken for an
-// OOM kill too: its one retry costs time, never a result.
+// The OOM killer sends SIGKILL to the process that uses the most memory, which is often
+// not the command but a program it started: gcc reports a killed cc1plus as exit 1
+// ("Killed signal terminated program cc1plus"), a shell a killed last command as 128+9.
+// So a command that failed in any way but another signal while the counter rose is taken
+// for OOM-killed. A real failure, or a kill from elsewhere, that falls in that window
+// costs one run alone (which then fails as before), never a result.
 void PoolMemory::recognise_oom_kill(std::int64_t oom_kills_before, Result& result) const {
   if (tree_ || oom_kills_before < 0 || !result.started()) return;
-  if (result.returncode != -SIGKILL && result.returncode != 128 + SIGKILL) return;
+  const bool failed = result.returncode > 0 || result.returncode == -SIGKILL;
+  if (!failed) return;
   const std::int64_t now = oom_kills_now();
   if (now > oom_kills_before) result.oom_killed = true;
 }

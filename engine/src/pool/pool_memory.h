@@ -45,9 +45,10 @@ class PoolMemory {
   /// memory cgroup, else the machine), read just before a command is handed over; -1
   /// with slot cgroups (their spawners count per slot) or when there is no counter.
   std::int64_t oom_kills_now() const;
-  /// Without slot cgroups: marks `result` OOM-killed when the command died of SIGKILL
-  /// (or a shell reports 128+9 for it) and the counter rose since `oom_kills_before`
-  /// (oom_kills_now() at its hand-over). The retry that follows is the slot cgroups'.
+  /// Without slot cgroups: marks `result` OOM-killed when the command failed (an error
+  /// exit, as a compiler driver gives for its killed cc1plus, or SIGKILL) and the counter
+  /// rose since `oom_kills_before` (oom_kills_now() at its hand-over). The retry that
+  /// follows is the slot cgroups'.
   void recognise_oom_kill(std::int64_t oom_kills_before, Result& result) const;
 
   /// Removes the cgroups (call after the spawners are reaped). Idempotent.
