@@ -362,7 +362,7 @@ def _pool_exec_subprocess(l, env):
 
 def _pool_exec_popen3(l, env, stdout, stderr):
     """Replaces posix.exec_popen3 (PSPAWN; Configure passes its config.log stream).
-    Configure checks skip the gate: the launcher and the local slots leave them alone."""
+    Configure checks skip the launcher: it and the local slots leave them alone."""
     session = _session if not _stale else _checkout()
     if session is None:
         return _stock_exec_popen3(l, env, stdout, stderr)

@@ -1,5 +1,5 @@
-"""The Gate layer on the shared FakeRunner: the launcher's rewriting, which commands count
-as local, messages, counts.  What the pool does with `Command.local` (the local slots),
+"""The Gate layer (the engine's launcher layer, bound) on the shared FakeRunner: the
+launcher's rewriting, which commands count as local, messages, counts.  What the pool does with `Command.local` (the local slots),
 make's tokens and interrupts: test_admission.py and test_jobserver.py."""
 
 import pytest
@@ -57,7 +57,7 @@ def test_launcher_rewrites_compiles_and_adds_driver_env(monkeypatch):
     assert compile_.env['DISTCC_HOSTS'] == 'somehost'
     assert compile_.env['HOME'] == '/home/someone'
     assert compile_.output != 'passthrough'     # distcc: captured to spot fallbacks
-    assert link.argv == ['sh', '-c', 'gcc -o prog a.o'] and link.env is env
+    assert link.argv == ['sh', '-c', 'gcc -o prog a.o'] and link.env == env
     assert link.output == 'passthrough'
     assert env == {'PATH': '/usr/bin:/bin'}
 
@@ -95,3 +95,27 @@ def test_caller_that_captures_gets_the_output(capfd):
     assert runner.commands[0].output == CAPTURE_MERGED
     assert capfd.readouterr() == ('', '')   # the caller prints it, not the gate
     assert gate.ran_locally == 1
+
+
+def test_messages_go_through_the_package_console():
+    """The engine's launcher layer prints its block and its message through output_sync
+    (the status line's printer while it owns the console), not past it onto the fds."""
+    from spawnpool import output_sync
+
+    class Printer:
+        def __init__(self):
+            self.writes = []
+
+        def write(self, fd, data):
+            self.writes.append((fd, data))
+
+    printer = Printer()
+    runner = fake(answer=Result(returncode=116, stdout=b'o\n', stderr=b'e\n'))
+    gate = Gate(runner, Launcher('distcc', path='/usr/bin:/bin'))
+    output_sync.set_console_printer(printer)
+    try:
+        gate.run(sh('gcc -c a.c'))
+    finally:
+        output_sync.set_console_printer(None)
+    assert printer.writes[:2] == [(1, b'o\n'), (2, b'e\n')]
+    assert printer.writes[2][0] == 2 and b'distcc failed to distribute' in printer.writes[2][1]

@@ -197,19 +197,47 @@ def test_session_stacks_the_layers_in_order(tmp_path):
                                 launcher="env", base_dir=str(tmp_path))
     session = Session(settings, 2, warnings.append)
     runner = session.start(fake)
-    assert layer_names(runner) == ["Gate", "Recorded", "SyncOutput", "DirectExec",
-                                   "FakeRunner"]
+    # The engine's stack (launcher, direct exec) under the Python layers still to move.
+    assert layer_names(runner) == ["Recorded", "SyncOutput", "Session"]
     assert session.pool_options()["local_slots"] == 2        # the pool's, not a layer's
-    assert layer_names(session.checks_runner) == layer_names(runner)[1:]
+    assert layer_names(session.checks_runner) == ["Recorded", "SyncOutput",
+                                                  "_BelowLauncher", "Session"]
+    runner.run(Command(["sh", "-c", "gcc -o a.o -c a.c"], ENV, "/"))
+    session.checks_runner.run(Command(["sh", "-c", "gcc -c conftest.c"], ENV, "/"))
+    launched, check = fake.commands
+    assert launched.argv[1:] == ["gcc", "-o", "a.o", "-c", "a.c"] and not launched.local
+    assert os.path.basename(launched.argv[0]) == "env"       # direct exec: no sh
+    assert check.argv == ["gcc", "-c", "conftest.c"] and check.local
+    fake.commands.clear()
     other = FakeRunner()
     session.rebase(other)                                    # a resized pool
     runner.run(Command(["sh", "-c", "true"], ENV, "/"))
     assert len(other.commands) == 1 and not fake.commands
     session.finish()
     assert (tmp_path / "t.json").exists() and warnings == []
-    assert "statistics" in session.report("x") and "1 run" in session.report("x")
+    assert "statistics" in session.report("x") and "3 run" in session.report("x")
+    assert "x: spawnpool: env: 1 compiles through env" in session.report("s", "x: ")
     plain = Session(options.Settings(direct_exec="no"), 1, warnings.append)
     assert plain.start(fake) is fake and not plain.any_layer
+
+
+def test_session_runs_the_engines_layers_on_a_python_runner_and_a_pool():
+    """The engine's stack on PopenRunner (called back with the GIL: the fallback when the
+    pool cannot start) and on a real pool give the same results; a closed pool's is data."""
+    session = Session(options.Settings(), 1, print)
+    line = Command(["sh", "-c", "printf x; exit 3"], ENV, "/", CAPTURE)   # needs sh
+    simple = Command(["sh", "-c", "printf y"], ENV, "/", CAPTURE)        # direct exec
+    results = []
+    runner = session.start(PopenRunner())
+    results.append((runner.run(line), runner.run(simple)))
+    with spawnpool.Pool(slots=1) as pool:
+        session.rebase(pool)
+        results.append((runner.run(line), runner.run(simple)))
+    for ran_line, ran_simple in results:
+        assert (ran_line.returncode, ran_line.stdout) == (3, b"x")
+        assert (ran_simple.returncode, ran_simple.stdout, ran_simple.stderr) == (0, b"y", b"")
+    closed = runner.run(simple)
+    assert (closed.failure, closed.returncode) == ("pool_closed", -1)
 
 
 def test_session_interrupt_cancels_all_but_sigint():
@@ -234,7 +262,7 @@ def test_session_warns_and_goes_on(tmp_path):
     settings = options.Settings(trace=str(tmp_path / "no" / "dir" / "t.json"), local=0,
                                 launcher="no-such-launcher-for-the-test")
     session = Session(settings, 1, warnings.append)
-    assert session.trace is None and session.gate.launcher is not None
+    assert session.trace is None and session.launcher is not None
     assert [w.split(":")[0].split("=")[0] for w in warnings] == ["--trace", "--launcher",
                                                                   "--local"]
 

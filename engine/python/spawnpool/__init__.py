@@ -12,9 +12,9 @@ are small processes started once, so spawning costs the same whatever the driver
 
 Every runner has that one method, ``run(command) -> Result`` (command.py): the pool, the
 stock `PopenRunner`, the tests' `spawnpool.testing.FakeRunner`, and the build-feature
-layers stacked on any of them (stack.py: direct exec, output sync, trace and statistics,
-the launcher/local-slots/jobserver gate), built from one options spec (options.py) that
-both ``scons --process-spawner`` and ``spawnpool run`` (cli.py) use.
+layers stacked on any of them (stack.py: the engine's launcher and direct exec, output
+sync, trace and statistics), built from one options spec (options.py) that both
+``scons --process-spawner`` and ``spawnpool run`` (cli.py) use.
 
 ``Pool.run(argv, env=None, cwd=None, capture=False, merge_stderr=False)``, the earlier
 form, still works: it raises SpawnError (an OSError, like Popen's) for a command that

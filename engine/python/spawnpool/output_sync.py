@@ -27,8 +27,8 @@ import threading
 
 from .command import CAPTURE, CAPTURE_MERGED, PASSTHROUGH, Command
 
-__all__ = ['OutputSync', 'SyncOutput', 'console_message', 'same_open_file', 'write_all',
-           'set_console_printer']
+__all__ = ['OutputSync', 'SyncOutput', 'console_message', 'output_block', 'same_open_file',
+           'write_all', 'set_console_printer']
 
 # One lock for the whole process: two OutputSync objects (a resized pool) still share the
 # console.
@@ -97,20 +97,30 @@ class OutputSync:
 
     def emit(self, stdout, stderr):
         """Print one command's captured output (bytes or None) as one block."""
-        if not stdout and not stderr:
-            return
-        with _console_lock:
-            # Text the driver printed through Python's buffers (SCons' command echo) goes
-            # first, as it would have with the command writing to the same fds.
-            _flush(sys.stdout)
-            _flush(sys.stderr)
-            try:
-                if stdout:
-                    _write(self.stdout_fd, stdout)
-                if stderr:
-                    _write(self.stderr_fd, stderr)
-            except BrokenPipeError:
-                pass    # the reader went away; the command itself would have got EPIPE
+        _emit(self.stdout_fd, self.stderr_fd, stdout, stderr)
+
+
+def output_block(stdout, stderr):
+    """Print one command's captured output (bytes or None) as one block on fds 1 and 2:
+    where the engine's layers (the launcher's distcc compiles) print theirs."""
+    _emit(1, 2, stdout, stderr)
+
+
+def _emit(stdout_fd, stderr_fd, stdout, stderr):
+    if not stdout and not stderr:
+        return
+    with _console_lock:
+        # Text the driver printed through Python's buffers (SCons' command echo) goes
+        # first, as it would have with the command writing to the same fds.
+        _flush(sys.stdout)
+        _flush(sys.stderr)
+        try:
+            if stdout:
+                _write(stdout_fd, stdout)
+            if stderr:
+                _write(stderr_fd, stderr)
+        except BrokenPipeError:
+            pass    # the reader went away; the command itself would have got EPIPE
 
 
 class SyncOutput:

@@ -17,10 +17,12 @@ except ImportError as _error:
                       '--python %s)' % (sys.version_info[:2] + (_error, sys.executable)),
                       name='spawnpool._spawnpool') from _error
 from .command import CAPTURE, CAPTURE_MERGED, PASSTHROUGH, Command, Result, spawn_error
+from .output_sync import console_message, output_block
 
 __all__ = ['Pool']
 
-_spawnpool._bind(Result)
+# The types the engine makes and reads, and the console its layers print to.
+_spawnpool._bind(Result, Command, console_message, output_block)
 _run = _spawnpool.Pool.run
 
 

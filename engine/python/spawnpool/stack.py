@@ -1,26 +1,33 @@
 """The build-feature layers on a runner, in one order, and the session that owns them.
 
-A layer is a runner (``run(command) -> Result``) with an `inner` runner.  A command goes
-down, and its result comes back up, through the layers a build's Settings ask for
-(options.py), always in this order:
+A layer is a runner (``run(command) -> Result``) on an inner runner.  The engine owns the
+stack (engine/src/stack/session.h, bound as ``_spawnpool.Session``): it reads each
+command once at its door and runs it through the layers a build's Settings ask for
+(options.py), in this order:
 
-    Gate          gate.py          a compile gets the launcher (and is not local)
-    Recorded      this module      the trace and the statistics see every result
-    SyncOutput    output_sync.py   a passthrough command is captured and printed as one
-                                   block when it ends
-    DirectExec    direct_exec.py   ``sh -c LINE`` without shell syntax runs as its program,
-                                   with sh's environment, messages and status
-    runner        the pool (pool.py), PopenRunner (popen_runner.py), FakeRunner (testing.py)
+    launcher      a compile gets the compiler launcher (and is not local)
+    recorded      the trace and the statistics see every result
+    sync          a passthrough command is captured and printed as one block when it ends
+    direct exec   ``sh -c LINE`` without shell syntax runs as its program, with sh's
+                  environment, messages and status
+    base          the pool (pool.py: in C++ all the way down), or a Python runner
+                  (PopenRunner, popen_runner.py; FakeRunner, testing.py), called back
+                  with the GIL
+
+Until output sync, the trace and the statistics move into the engine (their seams are in
+session.cc), this module's `Recorded` and output_sync.py's `SyncOutput` wrap the engine's
+stack from above: so the trace records the caller's line (not the launched one), and a
+launcher's failure message comes before the command's block rather than after it.
 
 Admission is no layer: the pool's scheduler grants each command its slot, local slot,
 jobserver token and memory together (`pool_options()` hands it the jobserver and the
 local slots), so no command holds a token while it waits for something else.
 
-Why this order: the launcher rewrites the line before anything reads it; the trace
-records the line that ran and the status sh would have given; output sync captures whatever direct exec adds (sh's "Segmentation
-fault"); direct exec sits on the runner because only it knows a program could not start
-and the line needs sh after all.  A layer that is not asked for is not there: with the
-defaults a command crosses DirectExec alone.
+Why this order: the launcher rewrites the line before anything reads it; output sync
+captures whatever direct exec adds (sh's "Segmentation fault"); direct exec sits on the
+runner because only it knows a program could not start and the line needs sh after all.
+A layer that is not asked for is not there: with the defaults a command crosses the
+engine's direct exec alone.
 
 Threading: every layer is thread-safe (run() is called from many threads at once); the
 session is built, started and finished by one thread.
@@ -33,9 +40,6 @@ import sys
 import tempfile
 
 from .command import shell_line
-from .direct_exec import DirectExec
-from .gate import Gate
-from .launcher import CompileClassifier, Launcher
 from .output_sync import OutputSync, SyncOutput
 from .report import write_report
 from .stats import Stats
@@ -59,12 +63,22 @@ class Recorded:
         return result
 
 
+class _BelowLauncher:
+    """The engine's stack below its launcher, as a runner (SCons' Configure checks)."""
+
+    __slots__ = ('run', 'inner')
+
+    def __init__(self, stack):
+        self.run = stack.run_checks
+        self.inner = stack
+
+
 class Session:
     """One build's features: made from its Settings, once; `start(base)` stacks the layers
     on a runner, `rebase(base)` moves them onto another (a resized pool).
 
     `runner` runs a build command through every layer; `checks_runner` through those
-    under the gate (SCons' Configure checks, which the launcher leaves alone).
+    under the launcher (SCons' Configure checks, which the launcher leaves alone).
     `warn(text)` reports a problem that leaves the build going (an unwritable trace, a
     launcher not on PATH, an unusable jobserver); `jobserver` is the engine's client
     (jobserver.py) probed early, or None; `watch` an interrupts.SignalWatch, or None.
@@ -101,7 +115,8 @@ class Session:
         # The status line needs every output line whole: commands are captured and printed
         # through its printer (output_sync.py), as with --output=sync.
         self.sync = OutputSync() if settings.output == 'sync' or self.status else None
-        launcher = self._launcher(settings, warn)
+        self.launcher = launcher = self._launcher(settings, warn)
+        self._prefix = prefix
         local = settings.local
         if local is not None and local < 1:
             warn('%s=%d: must be at least 1; ignored' % (settings.flag('local'), local))
@@ -120,9 +135,9 @@ class Session:
         self.jobserver = jobserver
         self.local_slots = local or 0
         self.watch = watch
-        self.gate = Gate(None, launcher, prefix) if launcher is not None else None
         self.base = self.runner = self.checks_runner = None
-        self._bottom = None         # the lowest layer (its inner is the base), or None
+        self._stack = None          # the engine's stack (_spawnpool.Session), or None
+        self._bottom = None         # the lowest Python layer (its inner is the base), or None
         self.interrupted = False    # a stop signal came (interrupt())
 
     def pool_options(self, warning_prefix='spawnpool: warning: '):
@@ -145,31 +160,40 @@ class Session:
     def start(self, base):
         """Stack the layers on `base`; returns the runner for build commands."""
         settings = self.settings
-        runner = base
-        if settings.direct_exec:
-            runner = DirectExec(runner)
-        if self.sync is not None:
-            runner = SyncOutput(runner, self.sync)
+        stack = None
+        engine = _engine()
+        if engine is not None and (settings.direct_exec or self.launcher is not None):
+            stack = engine.Session(base, self.launcher, direct_exec=settings.direct_exec,
+                                   prefix=self._prefix)
+        self._stack = stack
+        below = stack if stack is not None else base
         observers = [o for o in (self.trace, self.stats) if o is not None]
-        if observers:
-            runner = Recorded(runner, observers)
+
+        def python_layers(runner):     # on top of the engine's stack, for now
+            if self.sync is not None:
+                runner = SyncOutput(runner, self.sync)
+            if observers:
+                runner = Recorded(runner, observers)
+            return runner
+        runner = python_layers(below)
         self.checks_runner = runner
-        if self.gate is not None:
-            self.gate.inner = runner
-            runner = self.gate
+        if stack is not None and self.launcher is not None:
+            self.checks_runner = python_layers(_BelowLauncher(stack))
         self._bottom = None
         layer = runner
-        while layer is not base:
+        while layer is not below:
             self._bottom, layer = layer, layer.inner
         self.base, self.runner = base, runner
         return runner
 
     def rebase(self, base):
         """Put the layers on another runner (no command may be running)."""
-        if self._bottom is None:
-            self.runner = self.checks_runner = base
-        else:
+        if self._stack is not None:
+            self._stack.rebase(base)
+        elif self._bottom is not None:
             self._bottom.inner = base
+        else:
+            self.runner = self.checks_runner = base
         self.base = base
         if self.stats is not None:
             self.stats.note_slots(getattr(base, 'slots', 0) or 0)
@@ -212,15 +236,15 @@ class Session:
         """The statistics (if asked for) and, with a launcher and `summary`, what the
         launcher did: text for the end of the build ('' if none)."""
         text = self.stats.report(prefix=stats_prefix) if self.stats is not None else ''
-        gate = self.gate
-        if summary and gate is not None:
-            text += ''.join(line_prefix + line + '\n' for line in gate.summary())
+        stack = self._stack
+        if summary and self.launcher is not None and stack is not None:
+            text += line_prefix + stack.summary + '\n'
         return text
 
     @property
     def any_layer(self):
         """Whether anything but direct exec is asked for (direct exec is the default)."""
-        return bool(self.trace or self.stats or self.sync or self.gate)
+        return bool(self.trace or self.stats or self.sync or self.launcher)
 
     def _open_trace(self, process_name, command_args):
         """The trace asked for, else a temporary one for the report, else None."""
@@ -265,14 +289,29 @@ class Session:
         command = (settings.launcher or '').strip()
         if not command:
             return None
+        engine = _engine()
+        if engine is None:
+            warn('%s=%s: needs spawnpool\'s compiled module; compiles run without it' % (
+                settings.flag('launcher'), command))
+            return None
         try:
-            launcher = Launcher(command, CompileClassifier(settings.compilers or ()))
+            launcher = engine.Launcher(command, engine.CompileClassifier(settings.compilers or ()))
         except ValueError as e:
             warn('%s=%s: %s; compiles run without it' % (settings.flag('launcher'), command, e))
             return None
         if not launcher.found:
             warn('%s: %s is not on PATH' % (settings.flag('launcher'), launcher.name))
         return launcher
+
+
+def _engine():
+    """The compiled module, or None where it does not load (the build then runs on
+    Popen without the engine's layers)."""
+    try:
+        from .pool import _spawnpool
+    except ImportError:
+        return None
+    return _spawnpool
 
 
 def _temporary_file():

@@ -32,15 +32,21 @@ bool write_all(int fd, std::string_view data) {
   return true;
 }
 
+Writer g_writer;  // set once, before any command runs
+
 }  // namespace
 
+void set_writer(Writer writer) { g_writer = writer; }
+
 void message(std::string_view text) {
+  if (g_writer.message) return g_writer.message(text);
   const std::lock_guard<std::mutex> hold(console_lock());
   (void)write_all(STDERR_FILENO, text);
 }
 
 void output_block(std::string_view out, std::string_view err) {
   if (out.empty() && err.empty()) return;
+  if (g_writer.output_block) return g_writer.output_block(out, err);
   const std::lock_guard<std::mutex> hold(console_lock());
   if (write_all(STDOUT_FILENO, out)) (void)write_all(STDERR_FILENO, err);
 }

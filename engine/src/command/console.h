@@ -2,7 +2,9 @@
 // captured output as one block, under one process-wide lock so that neither is cut into
 // by the other. Interim: a minimal writer until the recording layers' console writer
 // (engine/src/recording/console_writer.h) lands; these then forward to it (same
-// semantics) and console.cc goes. Thread-safe.
+// semantics) and console.cc goes. A binding whose runtime owns the console (the Python
+// package: its buffered streams, the status line's printer) hands both writes to it with
+// set_writer(). Thread-safe.
 #pragma once
 
 #include <string_view>
@@ -19,5 +21,14 @@ void output_block(std::string_view out, std::string_view err);
 /// Whether fds 1 and 2 are the same open file (a terminal, `> log 2>&1`): a command
 /// captured to be shown as a block is then captured merged (the bytes keep their order).
 bool streams_merged();
+
+/// Where message() and output_block() go instead of fds 1 and 2: called without the
+/// console lock (the writer keeps its own), from any thread. Null functions: the fds.
+struct Writer {
+  void (*message)(std::string_view text) = nullptr;
+  void (*output_block)(std::string_view out, std::string_view err) = nullptr;
+};
+/// Set once, before commands run (the Python module does it as it is imported).
+void set_writer(Writer writer);
 
 }  // namespace spawnpool::detail::console
