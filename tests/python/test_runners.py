@@ -342,5 +342,5 @@ def test_pool_memory_budget_values(tmp_path):
     with spawnpool.Pool(slots=1, memory_budget=1 << 30, history=str(history)) as pool:
         r = pool.run(spawnpool.Command(["/bin/true"]))
         assert r.returncode == 0 and r.predicted_peak_bytes > 0
-        assert r.memory_source in ("cgroup", "rusage")
+        assert r.memory_source in ("cgroup", "cgroup_sampled", "rusage")  # sampled: v2 < 5.19
     assert history.is_file()
