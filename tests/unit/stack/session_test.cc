@@ -1,14 +1,16 @@
 // One build's stack (engine/src/stack/session.h): which layers the options give and in
 // which order (on a fake base), the checks runner below the launcher, the launcher's
 // summary, a bad launcher, rebasing; then through real pools: a resized pool under the
-// same layers, and the pool layer's wait tick.
+// same layers, many driver threads on one session, and the pool layer's wait tick.
 #include <signal.h>
 
 #include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/src/command/prepare_command.h"
@@ -147,6 +149,36 @@ TEST_CASE("a session runs on a pool and on the resized pool after it", "[stack][
     }
     r = session.run(sh("exit_as 0", env));
     CHECK(r.failure == FailureStage::kPoolClosed);  // a failure is a Result
+  }
+  leaks.verify();
+}
+
+TEST_CASE("a session's runner serves many driver threads at once", "[stack][session]") {
+  LeakCheck leaks;
+  {
+    TempDir dir;
+    write_script(dir / "launch", "#!/bin/sh\nexec \"$@\"\n");
+    write_script(dir / "cc", "#!/bin/sh\nexit 0\n");
+    const Words env = helper_env({"PATH=" + dir.path() + ":/usr/bin:/bin"});
+    Pool pool(pool_options(2));
+    SessionOptions options;
+    options.launcher = "launch";
+    options.driver_environment = Words{"PATH=" + dir.path()};
+    Session session(pool, options);
+    std::atomic<int> failed{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+      threads.emplace_back([&session, &env, &failed, t] {
+        for (int i = 0; i < 10; ++i) {
+          const std::string line = i % 2 ? "cc -c f" + std::to_string(t) + ".c" : "exit_as 0";
+          if (session.run(sh(line, env)).returncode != 0) ++failed;
+        }
+      });
+    for (std::thread& thread : threads) thread.join();
+    CHECK(failed == 0);
+    const detail::LauncherCounts counts = session.launcher_counts();
+    CHECK(counts.launched == 20);
+    CHECK(counts.local_commands == 20);
   }
   leaks.verify();
 }
