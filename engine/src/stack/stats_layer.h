@@ -1,0 +1,27 @@
+// The statistics layer: every result that comes up through it is added to the build's
+// statistics (build_statistics.h) with the command's line. It holds no lock of its own
+// (the statistics do, only for the sums) and never fails a command.
+#pragma once
+
+#include "engine/src/stack/build_statistics.h"
+#include "engine/src/stack/layer.h"
+
+namespace spawnpool::detail {
+
+class StatsLayer : public StackedLayer {
+ public:
+  /// `statistics` is not owned and must outlive the layer.
+  StatsLayer(Layer& inner, BuildStatistics& statistics)
+      : StackedLayer(inner), statistics_(statistics) {}
+
+  Result run(PreparedCommand& command) override {
+    Result result = inner_.run(command);
+    statistics_.add(result, command.line);
+    return result;
+  }
+
+ private:
+  BuildStatistics& statistics_;
+};
+
+}  // namespace spawnpool::detail
