@@ -21,6 +21,7 @@
 #include "engine/python/conversions.h"
 #include "engine/python/pool_binding.h"
 #include "engine/python/stack_binding.h"
+#include "engine/python/statistics_binding.h"
 #include "engine/src/history/history_store.h"
 #include "engine/src/progress/build_progress.h"
 #include "engine/src/progress/status_printer.h"
@@ -170,6 +171,7 @@ PYBIND11_MODULE(_spawnpool, m) {
 
   bind_progress(m);
   bind_stack(m);
+  bind_statistics(m);
 
   py::class_<PyPool>(m, "Pool")
       .def(py::init<std::size_t, std::string, std::size_t, bool, py::handle, py::handle,

@@ -150,6 +150,19 @@ double BuildStatistics::build_wall_locked() const {
   return static_cast<double>(*last_ns_ - *first_ns_) / 1e9;
 }
 
+double BuildStatistics::utilization_locked() const {
+  const double wall = build_wall_locked();
+  if (wall <= 0 || slots_ <= 0) return 0.0;
+  return static_cast<double>(command_ns_) / 1e9 / (slots_ * wall);
+}
+
+StatisticsTotals BuildStatistics::totals() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return StatisticsTotals{slots_,       commands_, failed_,
+                          unstarted_,   command_ns_, overhead_ns_,
+                          queue_ns_,    build_wall_locked(), utilization_locked()};
+}
+
 std::vector<std::pair<double, std::string>> BuildStatistics::longest() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return longest_locked();
@@ -183,9 +196,7 @@ std::string BuildStatistics::report(const std::string& prefix) const {
   text += "  queue wait:         mean " + per(queue_ns_, ran) + " per command, total " +
           seconds(queue_ns_) + "\n";
   const double wall = build_wall_locked();
-  const double utilization =
-      (wall <= 0 || slots_ <= 0) ? 0.0
-                                 : static_cast<double>(command_ns_) / 1e9 / (slots_ * wall);
+  const double utilization = utilization_locked();
   text += format("  slot utilization:   %.1f%% (%d slots, %.3f s from first submit to last "
                  "result)\n",
                  100 * utilization, slots_, wall);

@@ -34,6 +34,19 @@ std::int64_t pool_overhead_ns(const Result& result);
 /// What measured a peak, as the statistics and the build report name it; "" for none.
 const char* memory_mode_name(MemorySource source);
 
+/// The sums so far, read at once.
+struct StatisticsTotals {
+  int slots = 0;
+  std::int64_t commands = 0;   ///< recorded, started or not
+  std::int64_t failed = 0;     ///< non-zero status, or never started
+  std::int64_t unstarted = 0;
+  std::int64_t command_ns = 0;
+  std::int64_t overhead_ns = 0;
+  std::int64_t queue_ns = 0;
+  double build_wall_s = 0;     ///< first submit to last result; 0 before any command
+  double utilization = 0;      ///< share of the slots' time running commands, 0..1
+};
+
 class BuildStatistics {
  public:
   explicit BuildStatistics(int slots = 0) : slots_(slots) {}
@@ -42,6 +55,7 @@ class BuildStatistics {
   void note_slots(int slots);
   /// Records one command's result; `line`: its command line, for the longest list.
   void add(const Result& result, const std::string& line);
+  StatisticsTotals totals() const;
   /// The statistics as text, one line per figure, each ending in '\n'.
   std::string report(const std::string& prefix = "spawnpool") const;
   /// The prediction error (percent of the measured peak) at quantile `fraction`; none
@@ -64,6 +78,7 @@ class BuildStatistics {
   void span_locked(std::int64_t start_ns, std::int64_t end_ns);
   std::optional<int> error_locked(double fraction) const;
   double build_wall_locked() const;
+  double utilization_locked() const;
   std::vector<std::pair<double, std::string>> longest_locked() const;
 
   mutable std::mutex mutex_;

@@ -76,6 +76,12 @@ TEST_CASE("statistics report: the text stats.py writes, longest commands first")
         "        0.006 s  cc -c file6.c\n"
         "        0.006 s  cc -c file1.c\n"
         "        0.003 s  cc -c file10.c\n");
+  const detail::StatisticsTotals totals = statistics.totals();
+  CHECK(totals.slots == 2);
+  CHECK((totals.commands == 13 && totals.failed == 2 && totals.unstarted == 1));
+  CHECK(totals.queue_ns == 12 * kMs);
+  CHECK(totals.build_wall_s == Approx(0.2));
+  CHECK(totals.utilization == Approx(static_cast<double>(totals.command_ns) / 1e9 / (2 * 0.2)));
 }
 
 TEST_CASE("statistics report: memory admission's lines, prediction error quantiles") {
