@@ -150,7 +150,10 @@ int launch_pinned_under_a_policy(Refused which, int out_fd) {
   if (!detail::pin_task_to_current_cpu(gettid())) return 2;
   const int pinned_cpu = sched_getcpu();
   if (!refuse_sched_setaffinity(which)) return 3;
-  HelperChild child("child_state");
+  // The command's set is read from here once the widening is done: the command itself
+  // (child_state) could read it before the spawner widened it, as a loaded machine
+  // showed ("1" for "0,1"). It sleeps so that it is still there to be read.
+  HelperChild child("sleep_ms", {"300"});
   const detail::CpuSet every = own.every_cpu();
   child.setup().cpus = own.data();
   child.setup().every_cpu = every.data();
@@ -159,9 +162,9 @@ int launch_pinned_under_a_policy(Refused which, int out_fd) {
   if (started.pid <= 0) return 2;
   int widened_from_outside = 0;
   if (started.cpu_set_error && own.apply_to(started.pid) != 0) widened_from_outside = errno;
-  const auto state = parse_lines(child.read_output());
+  const std::string command_cpus = cpu_list(detail::CpuSet::of_task(started.pid));
   reap(started.pid);
-  const std::string line = std::to_string(pinned_cpu) + " " + state.at("cpus") + " " +
+  const std::string line = std::to_string(pinned_cpu) + " " + command_cpus + " " +
                            std::to_string(started.cpu_set_error) + " " +
                            std::to_string(widened_from_outside);
   return write(out_fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) ? 0 : 2;
