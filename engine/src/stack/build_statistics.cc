@@ -62,6 +62,16 @@ const char* memory_mode_name(MemorySource source) {
   return "";
 }
 
+const char* memory_source_name(MemorySource source) {
+  switch (source) {
+    case MemorySource::kCgroup: return "cgroup";
+    case MemorySource::kCgroupSampled: return "cgroup_sampled";
+    case MemorySource::kRusage: return "rusage";
+    case MemorySource::kNone: break;
+  }
+  return "";
+}
+
 void BuildStatistics::note_slots(int slots) {
   std::lock_guard<std::mutex> lock(mutex_);
   slots_ = std::max(slots_, slots);

@@ -33,6 +33,9 @@ std::int64_t command_ns(const Result& result);
 std::int64_t pool_overhead_ns(const Result& result);
 /// What measured a peak, as the statistics and the build report name it; "" for none.
 const char* memory_mode_name(MemorySource source);
+/// Its name as spawnpool.Result.memory_source and the trace's args have it ("cgroup",
+/// "cgroup_sampled", "rusage"); "" for none.
+const char* memory_source_name(MemorySource source);
 
 /// The sums so far, read at once.
 struct StatisticsTotals {
