@@ -66,6 +66,14 @@ void bind_progress(py::module_& m) {
            }, py::arg("targets_key"))
       .def("set_expected_remaining", &BuildProgress::set_expected_remaining, py::arg("commands"))
       .def("set_units_built", &BuildProgress::set_units_built, py::arg("units"))
+      .def("record", [](BuildProgress& progress, const std::string& path) {
+             return progress.record_to(path);
+           }, py::arg("path"),
+           "Record what feeds the progress to the file `path` for an offline replay of the ETA "
+           "(engine/src/progress/progress_recording.h); False: it cannot be written")
+      .def("end_recording", [](BuildProgress& progress) {
+             progress.end_recording(spawnpool::detail::monotonic_ns());
+           })
       .def("last_build", &BuildProgress::last_build,
            "(commands, units) of the last build of these targets; (0, 0): none known")
       .def("view", [](const BuildProgress& progress) {

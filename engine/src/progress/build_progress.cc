@@ -4,6 +4,7 @@
 
 #include "engine/src/history/history_store_key.h"
 #include "engine/src/progress/eta_estimator.h"
+#include "worker_pool/protocol/monotonic_clock.h"
 
 namespace spawnpool::detail {
 namespace {
@@ -45,9 +46,52 @@ BuildProgress::BuildProgress(std::shared_ptr<HistoryStore> history, std::uint64_
   begin_locked(targets_key, start_ns);
 }
 
+BuildProgress::BuildProgress(HistorySnapshot snapshot, std::uint64_t targets_key,
+                             std::int64_t start_ns)
+    : snapshot_(std::make_shared<HistorySnapshot>(std::move(snapshot))) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  begin_locked(targets_key, start_ns);
+}
+
 void BuildProgress::begin(std::uint64_t targets_key, std::int64_t now_ns) {
   std::lock_guard<std::mutex> lock(mutex_);
   begin_locked(targets_key, now_ns);
+  if (recorder_) record_begin();
+}
+
+bool BuildProgress::record_to(const std::string& path, std::function<std::int64_t()> clock) {
+  auto recorder = std::make_unique<ProgressRecorder>(path);
+  if (!recorder->ok()) return false;
+  std::lock_guard<std::mutex> lock(mutex_);
+  recorder_ = std::move(recorder);
+  record_clock_ = clock ? std::move(clock) : [] { return monotonic_ns(); };
+  record_begin();
+  recorder_->slots(start_ns_, slots_, memory_admission_);
+  if (token_waits_) recorder_->token_waits(start_ns_, true);
+  if (expected_remaining_) recorder_->expected(start_ns_, expected_remaining_);
+  return true;
+}
+
+void BuildProgress::end_recording(std::int64_t now_ns) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!recorder_) return;
+  recorder_->end(now_ns);
+  recorder_.reset();
+}
+
+// The begin as it stands: its time, targets, and the last build's commands with the
+// durations the history gives them.
+void BuildProgress::record_begin() const {
+  const BuildShape* last = targets_key_ != 0 ? snapshot_->find_build(targets_key_) : nullptr;
+  std::vector<std::int64_t> durations;
+  if (last) {
+    durations.reserve(last->exact_keys.size());
+    for (const std::uint64_t key : last->exact_keys) {
+      const HistoryEntry* entry = snapshot_->find_exact(key);
+      durations.push_back(entry ? entry->duration_ns : 0);
+    }
+  }
+  recorder_->begin(start_ns_, targets_key_, last, durations);
 }
 
 void BuildProgress::begin_locked(std::uint64_t targets_key, std::int64_t now_ns) {
@@ -78,12 +122,14 @@ void BuildProgress::set_slots(std::size_t slots, bool memory_admission) {
   std::lock_guard<std::mutex> lock(mutex_);
   slots_ = std::max<std::size_t>(slots, 1);
   memory_admission_ = memory_admission;
+  if (recorder_) recorder_->slots(record_clock_(), slots_, memory_admission_);
 }
 
 void BuildProgress::set_token_waits(const void* owner, std::function<std::uint64_t()> waits) {
   std::lock_guard<std::mutex> lock(mutex_);
   token_waits_owner_ = owner;
   token_waits_ = std::move(waits);
+  if (recorder_) recorder_->token_waits(record_clock_(), static_cast<bool>(token_waits_));
 }
 
 void BuildProgress::clear_token_waits(const void* owner) {
@@ -91,11 +137,13 @@ void BuildProgress::clear_token_waits(const void* owner) {
   if (token_waits_owner_ != owner) return;
   token_waits_owner_ = nullptr;
   token_waits_ = nullptr;
+  if (recorder_) recorder_->token_waits(record_clock_(), false);
 }
 
 void BuildProgress::set_units_built(std::uint64_t units) {
   std::lock_guard<std::mutex> lock(mutex_);
   units_built_ = units;
+  if (recorder_) recorder_->units(record_clock_(), units);
 }
 
 std::pair<std::uint64_t, std::uint64_t> BuildProgress::last_build() const {
@@ -106,6 +154,7 @@ std::pair<std::uint64_t, std::uint64_t> BuildProgress::last_build() const {
 void BuildProgress::set_expected_remaining(std::optional<std::uint64_t> commands) {
   std::lock_guard<std::mutex> lock(mutex_);
   expected_remaining_ = commands;
+  if (recorder_) recorder_->expected(record_clock_(), commands);
 }
 
 std::uint64_t BuildProgress::submitted(const CommandKey& key, const std::string& line) {
@@ -120,6 +169,7 @@ std::uint64_t BuildProgress::submitted(const CommandKey& key, const std::string&
   }
   if (targets_key_ != 0) ran_.push_back(key.exact);
   const std::uint64_t id = next_id_++;
+  if (recorder_) record_submitted(id, key);
   active_.emplace(id, std::move(command));
   return id;
 }
@@ -129,6 +179,7 @@ void BuildProgress::started(std::uint64_t id, std::int64_t now_ns) {
   if (const auto it = active_.find(id); it != active_.end()) {
     it->second.started_ns = std::max<std::int64_t>(now_ns, 1);
     if (first_started_ns_ == 0) first_started_ns_ = it->second.started_ns;
+    if (recorder_) recorder_->started(it->second.started_ns, id);
   }
 }
 
@@ -136,6 +187,7 @@ void BuildProgress::finished(std::uint64_t id, bool failed, std::int64_t duratio
   std::lock_guard<std::mutex> lock(mutex_);
   const auto it = active_.find(id);
   if (it == active_.end()) return;
+  if (recorder_) recorder_->finished(record_clock_(), id, failed, duration_ns);
   if (duration_ns > 0) {
     const double seconds = static_cast<double>(duration_ns) / kNsPerS;
     const std::optional<double> predicted =
@@ -157,6 +209,14 @@ void BuildProgress::finished(std::uint64_t id, bool failed, std::int64_t duratio
 std::uint64_t BuildProgress::failed() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return failed_;
+}
+
+// What the history answers for the command's exact and fallback keys, with its keys.
+void BuildProgress::record_submitted(std::uint64_t id, const CommandKey& key) const {
+  const HistoryEntry* exact = snapshot_->find_exact(key.exact);
+  const HistoryEntry* fallback = key.fallback ? snapshot_->find_fallback(key.fallback) : nullptr;
+  recorder_->submitted(record_clock_(), id, key, exact ? exact->duration_ns : 0,
+                       fallback ? fallback->duration_ns : 0);
 }
 
 std::optional<double> BuildProgress::program_median(std::uint64_t program) const {
@@ -268,6 +328,7 @@ StatusView BuildProgress::finish(std::int64_t now_ns) {
   last.running = last.waiting_for_memory = last.waiting_for_token = 0;
   last.longest_running.clear();
   final_ = last;
+  if (recorder_) recorder_->finish(now_ns);
   if (history_ && targets_key_ != 0) history_->record_build(targets_key_, BuildShape{ran_, units_built_});
   return last;
 }

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "engine/src/history/history_store.h"
+#include "engine/src/progress/progress_recording.h"
 #include "engine/src/progress/status_format.h"
 
 namespace spawnpool::detail {
@@ -32,6 +33,19 @@ class BuildProgress {
   /// The build's clock starts at `start_ns` (monotonic).
   BuildProgress(std::shared_ptr<HistoryStore> history, std::uint64_t targets_key,
                 std::int64_t start_ns);
+  /// The same, reading the durations and shapes of `snapshot` and writing no history
+  /// (a replay of a recorded build: progress_replay.h).
+  BuildProgress(HistorySnapshot snapshot, std::uint64_t targets_key, std::int64_t start_ns);
+
+  /// Records every call that feeds this progress from now on to the file `path`
+  /// (progress_recording.h), starting with the build's begin as it stands; false: the
+  /// file cannot be written (nothing is recorded). For the ETA benchmark: start it
+  /// before the build's begin() and first command. The calls that are given no time
+  /// (submitted, finished, ...) are stamped with `clock()` (monotonic ns, as the pool's
+  /// times; a test's own clock for a test's made-up times).
+  bool record_to(const std::string& path, std::function<std::int64_t()> clock = {});
+  /// Ends the recording at `now_ns` (the driver is done); nothing more is recorded.
+  void end_recording(std::int64_t now_ns);
 
   /// The build starts again at `now_ns`, for the targets `targets_key` names: what was
   /// counted before (a driver's configuration checks) is forgotten, and the last build of
@@ -117,6 +131,10 @@ class BuildProgress {
   std::uint64_t units_built_ = 0;                     // guarded by mutex_
   std::pair<std::uint64_t, std::uint64_t> last_build_;  // guarded by mutex_
   std::optional<StatusView> final_;                   // set by finish(); guarded
+  std::unique_ptr<ProgressRecorder> recorder_;        // null: not recording; guarded
+  std::function<std::int64_t()> record_clock_;        // stamps for recorder_; guarded
+  void record_begin() const;                          // mutex_ held, recorder_ set
+  void record_submitted(std::uint64_t id, const CommandKey& key) const;  // the same
 };
 
 /// A targets key for a driver's list of targets and its top directory (any order of
