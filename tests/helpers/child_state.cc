@@ -2,6 +2,10 @@
 // spawner: its ids and process group, cwd, what fd 0 is, its open fds, its blocked,
 // ignored and handled signals, its parent-death signal, its CPU affinity, and every
 // resource limit as "soft:hard".
+//
+// `child_state --wait-for-cpus N` first waits (up to 5 s) until it may run on N CPUs: a
+// command started pinned whose set the spawner widens from outside right after the start
+// (a sandbox that refuses a thread's own sched_setaffinity) may look before the widening.
 #include <dirent.h>
 #include <sched.h>
 #include <signal.h>
@@ -55,6 +59,15 @@ std::string cpu_list() {
   return out;
 }
 
+// Waits until the calling thread's set has `count` CPUs, or 5 s have passed.
+void wait_for_cpus(int count) {
+  for (int waited_ms = 0; waited_ms < 5000; ++waited_ms) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0 || CPU_COUNT(&set) >= count) return;
+    usleep(1000);
+  }
+}
+
 std::string limit(int resource) {
   rlimit rl{};
   if (getrlimit(resource, &rl) != 0) return "?";
@@ -64,7 +77,8 @@ std::string limit(int resource) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[1]) == "--wait-for-cpus") wait_for_cpus(std::atoi(argv[2]));
   sigset_t blocked;
   sigprocmask(SIG_BLOCK, nullptr, &blocked);
   auto disposition = [](int sig) {

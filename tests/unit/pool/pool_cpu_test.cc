@@ -57,8 +57,12 @@ int run_pool_under_the_policy(int out_fd) {
     };
     Pool pool(options);
     const int spawner = pool.spawner_pids().at(0);
+    // The spawner widens each command's set from outside just after its start: the
+    // command waits for that before it prints its set (a loaded machine showed the
+    // command looking first, "1" for "0,1").
+    const std::string every_count = std::to_string(detail::CpuSet::of_calling_thread().count());
     for (int i = 0; i < 5; ++i) {
-      const Result r = pool.run(helper_command("child_state"));
+      const Result r = pool.run(helper_command("child_state", {"--wait-for-cpus", every_count}));
       std::istringstream lines(r.stdout_data);
       std::string cpus = "?";
       for (std::string line; std::getline(lines, line);)
