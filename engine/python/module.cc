@@ -109,8 +109,12 @@ void bind_progress(py::module_& m) {
            }),
            py::arg("progress"), py::arg("fd") = 1, py::arg("mode") = "line",
            py::arg("unicode") = false, py::arg("terminal_reflows") = true)
-      .def("write", [](StatusPrinter& printer, int fd, py::bytes data) {
-             std::string_view view = data;  // the bytes object outlives the call
+      .def("write", [](StatusPrinter& printer, int fd, py::buffer data) {
+             // Any bytes-like object (a command's block comes as a memoryview); it and
+             // the buffer it lends outlive the call.
+             const py::buffer_info info = data.request();
+             const std::string_view view(static_cast<const char*>(info.ptr),
+                                         static_cast<std::size_t>(info.size * info.itemsize));
              py::gil_scoped_release release;
              printer.write(fd, view);
            }, py::arg("fd"), py::arg("data"))

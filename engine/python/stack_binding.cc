@@ -82,10 +82,26 @@ void message_to_python(std::string_view text) {
   }
 }
 
+// A read-only memoryview of `data` (no copy), for the length of one call.
+py::object borrowed_view(std::string_view data) {
+  PyObject* view = PyMemoryView_FromMemory(const_cast<char*>(data.data()),
+                                           static_cast<Py_ssize_t>(data.size()), PyBUF_READ);
+  if (!view) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(view);
+}
+
+// The block is handed over as views of the layer's buffers, released once the writer
+// returns: nothing the writer kept can read them after the layer frees them.
 void block_to_python(std::string_view out, std::string_view err) {
   py::gil_scoped_acquire acquire;
   try {
-    py::reinterpret_borrow<py::object>(g_console_block)(py_bytes(out), py_bytes(err));
+    py::object views[] = {borrowed_view(out), borrowed_view(err)};
+    try {
+      py::reinterpret_borrow<py::object>(g_console_block)(views[0], views[1]);
+    } catch (py::error_already_set& e) {
+      e.discard_as_unraisable("spawnpool: a command's output block");
+    }
+    for (py::object& view : views) view.attr("release")();
   } catch (py::error_already_set& e) {
     e.discard_as_unraisable("spawnpool: a command's output block");
   }
@@ -128,9 +144,10 @@ struct PyClassifier {
 class PySession {
  public:
   PySession(py::handle base, py::handle launcher, py::handle compilers, bool direct_exec,
-            std::string prefix) {
+            bool output_sync, std::string prefix) {
     spawnpool::detail::SessionOptions options;
     options.direct_exec = direct_exec;
+    options.output_sync = output_sync;
     options.message_prefix = std::move(prefix);
     options.compilers = string_list(compilers);
     if (py::isinstance<PyLauncher>(launcher)) {
@@ -149,7 +166,6 @@ class PySession {
 
   py::object run(py::handle command_object, bool checks) {
     spawnpool::Command command = to_command(command_object);
-    const spawnpool::OutputMode output = command.output;
     spawnpool::detail::PreparedCommand prepared = session_->prepare(std::move(command));
     prepared.local = to_submit_options(command_object).local;
     std::optional<py::error_already_set> raised;
@@ -169,7 +185,9 @@ class PySession {
     }
     PyEval_RestoreThread(saved);
     if (raised) throw std::move(*raised);
-    return to_python(r, output);
+    // In the form it ran: a command the sync layer captured keeps its bytes for stack.py's
+    // Recorded (the trace takes a failed command's output).
+    return to_python(r, prepared.command.output);
   }
 
   /// Puts the layers on another base (no command may be running).
@@ -196,6 +214,7 @@ class PySession {
     return l && l->found();
   }
   bool direct_exec() const { return session_->direct_exec(); }
+  bool output_sync() const { return session_->output_sync(); }
 
  private:
   std::unique_ptr<spawnpool::detail::Layer> base_;  // declared first: destroyed last
@@ -207,9 +226,10 @@ class PySession {
 void bind_stack(py::module_& m) {
   using spawnpool::detail::Launcher;
   py::class_<PySession>(m, "Session")
-      .def(py::init<py::handle, py::handle, py::handle, bool, std::string>(), py::arg("base"),
-           py::arg("launcher") = py::none(), py::arg("compilers") = py::none(),
-           py::arg("direct_exec") = true, py::arg("prefix") = "spawnpool")
+      .def(py::init<py::handle, py::handle, py::handle, bool, bool, std::string>(),
+           py::arg("base"), py::arg("launcher") = py::none(), py::arg("compilers") = py::none(),
+           py::arg("direct_exec") = true, py::arg("output_sync") = false,
+           py::arg("prefix") = "spawnpool")
       .def("run", [](PySession& s, py::handle command) { return s.run(command, false); },
            py::arg("command"), "Run a build command through every layer.")
       .def("run_checks", [](PySession& s, py::handle command) { return s.run(command, true); },
@@ -220,7 +240,8 @@ void bind_stack(py::module_& m) {
                              "(launched, ran_locally, launcher_failed, local_commands)")
       .def_property_readonly("launcher_name", &PySession::launcher_name)
       .def_property_readonly("launcher_found", &PySession::launcher_found)
-      .def_property_readonly("direct_exec", &PySession::direct_exec);
+      .def_property_readonly("direct_exec", &PySession::direct_exec)
+      .def_property_readonly("output_sync", &PySession::output_sync);
 
   py::class_<PyClassifier>(m, "CompileClassifier")
       .def(py::init([](py::handle extra) { return PyClassifier(string_list(extra)); }),

@@ -162,18 +162,14 @@ def test_random_lines_match_the_shell(helper_bin):
 def run_both(pool, line, env, cwd, tmp_path):
     """((status, stdout, stderr) from `sh -c`, the same from direct exec, argvs run)."""
     from spawnpool.direct_exec import DirectExec
-    from spawnpool.output_sync import OutputSync, SyncOutput
     from spawnpool.testing import FakeRunner
     sh = subprocess.run(['sh', '-c', line], capture_output=True, cwd=cwd, env=env,
                         timeout=30)
-    out_path, err_path = tmp_path / 'runner.out', tmp_path / 'runner.err'
-    with open(out_path, 'wb') as out, open(err_path, 'wb') as err:
-        recording = FakeRunner(answer=pool.run)     # passes each command on to the pool
-        runner = SyncOutput(DirectExec(recording), OutputSync(out.fileno(), err.fileno()))
-        result = runner.run(spawnpool.Command(['sh', '-c', line], env, str(cwd)))
+    recording = FakeRunner(answer=pool.run)     # passes each command on to the pool
+    result = DirectExec(recording).run(spawnpool.Command(['sh', '-c', line], env, str(cwd),
+                                                         spawnpool.CAPTURE))
     return ((sh.returncode, sh.stdout, sh.stderr),
-            (result.returncode, out_path.read_bytes(), err_path.read_bytes()),
-            recording.argvs)
+            (result.returncode, result.stdout, result.stderr), recording.argvs)
 
 
 @pytest.fixture

@@ -120,6 +120,23 @@ def test_sync_output_separate_streams(tmp_path):
     assert all(' err ' in line for line in err.splitlines())
 
 
+def test_sync_output_prints_the_launchers_message_after_the_block(tmp_path):
+    """The launcher's failure message is about the command: it follows the command's
+    block, as make -O puts make's own line after a target's output."""
+    launcher = tmp_path / 'fake-launcher'
+    launcher.write_text('#!/bin/sh\necho "fake-launcher: cannot run $1"\nexit 126\n')
+    launcher.chmod(0o755)
+    cmds = write_lines(tmp_path / 'cmds', ['cc -c a.c'])
+    rc, out, _ = spawnpool_run(['-j1', '--output=sync', '--launcher=%s' % launcher, str(cmds)],
+                               tmp_path, merged=True)
+    assert rc == 1
+    assert out.splitlines()[:3] == [
+        'fake-launcher: cannot run cc',
+        'spawnpool: fake-launcher could not be executed (exit 126) for: cc -c a.c',
+        'spawnpool: *** [line 1] Error 126: cc -c a.c'], out
+    assert '1 failed in fake-launcher' in out.splitlines()[3], out    # the summary
+
+
 def test_passthrough_interleaves(tmp_path):
     """The default: output as written (here: both commands' lines all arrive)."""
     cmds = write_lines(tmp_path / 'cmds', [chatty('A', 5), chatty('B', 5)])

@@ -107,7 +107,7 @@ def test_messages_go_through_the_package_console():
             self.writes = []
 
         def write(self, fd, data):
-            self.writes.append((fd, data))
+            self.writes.append((fd, bytes(data)))   # a block's views are lent for the call
 
     printer = Printer()
     runner = fake(answer=Result(returncode=116, stdout=b'o\n', stderr=b'e\n'))

@@ -15,7 +15,6 @@ import spawnpool
 from spawnpool import CAPTURE, CAPTURE_MERGED, PASSTHROUGH, Command, PopenRunner, Result
 from spawnpool import options, popen_style
 from spawnpool.direct_exec import DirectExec
-from spawnpool.output_sync import OutputSync, SyncOutput
 from spawnpool.stack import Recorded, Session
 from spawnpool.testing import FakeRunner
 
@@ -138,14 +137,33 @@ def test_direct_exec_falls_back_to_sh_only_for_exec_failures():
     assert died.argvs == [["cc"]]           # never run twice
 
 
-def test_sync_output_captures_passthrough_only(tmp_path):
-    with open(tmp_path / "out", "wb") as out, open(tmp_path / "err", "wb") as err:
-        fake = FakeRunner(Result(returncode=0, stdout=b"o", stderr=b"e"))
-        layer = SyncOutput(fake, OutputSync(out.fileno(), err.fileno()))
-        layer.run(Command(["x"], cwd="/"))
-        layer.run(Command(["x"], cwd="/", output=CAPTURE))     # the caller captures
+def test_sync_output_captures_passthrough_only(capfd):
+    """The engine's sync layer, asked for by the session: a passthrough command runs
+    captured (apart: pytest's fds 1 and 2 are two files) and prints through the package's
+    console; a command the caller captures keeps its bytes."""
+    fake = FakeRunner(Result(returncode=0, stdout=b"o", stderr=b"e"))
+    session = Session(options.Settings(output="sync", direct_exec="no"), 1, print)
+    runner = session.start(fake)
+    synced = runner.run(Command(["x"], cwd="/"))
+    assert capfd.readouterr() == ("o", "e")
+    mine = runner.run(Command(["x"], cwd="/", output=CAPTURE))     # the caller captures
+    assert capfd.readouterr() == ("", "")
     assert [c.output for c in fake.commands] == [CAPTURE, CAPTURE]
-    assert (tmp_path / "out").read_bytes() == b"o" and (tmp_path / "err").read_bytes() == b"e"
+    assert (mine.stdout, mine.stderr) == (b"o", b"e")
+    assert synced.returncode == 0 and session._stack.output_sync
+
+
+def test_without_the_compiled_module_sync_is_warned_about_and_left_out(monkeypatch):
+    """The fallback (stack._engine() None: the module does not load) is Popen without the
+    engine's layers: output sync, which is one of them, says so and is not there."""
+    from spawnpool import stack
+    monkeypatch.setattr(stack, "_engine", lambda: None)
+    warnings = []
+    session = Session(options.Settings(output="sync"), 1, warnings.append)
+    fake = FakeRunner()
+    assert session.start(fake) is fake and not session.sync
+    assert warnings == ["--output=sync: needs spawnpool's compiled module; "
+                        "output is passed through"]
 
 
 def test_recorded_sees_every_result():
@@ -197,11 +215,11 @@ def test_session_stacks_the_layers_in_order(tmp_path):
                                 launcher="env", base_dir=str(tmp_path))
     session = Session(settings, 2, warnings.append)
     runner = session.start(fake)
-    # The engine's stack (launcher, direct exec) under the Python layers still to move.
-    assert layer_names(runner) == ["Recorded", "SyncOutput", "Session"]
+    # The engine's stack (launcher, sync, direct exec) under the Python layer still to move.
+    assert layer_names(runner) == ["Recorded", "Session"]
     assert session.pool_options()["local_slots"] == 2        # the pool's, not a layer's
-    assert layer_names(session.checks_runner) == ["Recorded", "SyncOutput",
-                                                  "_BelowLauncher", "Session"]
+    assert layer_names(session.checks_runner) == ["Recorded", "_BelowLauncher", "Session"]
+    assert session._stack.output_sync and session._stack.direct_exec
     runner.run(Command(["sh", "-c", "gcc -o a.o -c a.c"], ENV, "/"))
     session.checks_runner.run(Command(["sh", "-c", "gcc -c conftest.c"], ENV, "/"))
     launched, check = fake.commands

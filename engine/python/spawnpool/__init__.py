@@ -12,8 +12,8 @@ are small processes started once, so spawning costs the same whatever the driver
 
 Every runner has that one method, ``run(command) -> Result`` (command.py): the pool, the
 stock `PopenRunner`, the tests' `spawnpool.testing.FakeRunner`, and the build-feature
-layers stacked on any of them (stack.py: the engine's launcher and direct exec, output
-sync, trace and statistics), built from one options spec (options.py) that both
+layers stacked on any of them (stack.py: the engine's launcher, output sync and direct
+exec; trace and statistics), built from one options spec (options.py) that both
 ``scons --process-spawner`` and ``spawnpool run`` (cli.py) use.
 
 ``Pool.run(argv, env=None, cwd=None, capture=False, merge_stderr=False)``, the earlier
@@ -32,12 +32,12 @@ from .command import (CAPTURE, CAPTURE_MERGED, PASSTHROUGH, Command, Result, Spa
 
 __all__ = ["Pool", "Command", "Result", "SpawnError", "SpawnerDied", "spawn_error",
            "PASSTHROUGH", "CAPTURE", "CAPTURE_MERGED", "PopenRunner", "spawner_path",
-           "OutputSync", "Stats", "TraceWriter"]
+           "Stats", "TraceWriter"]
 
 # Imported at first use, so that `import spawnpool.options` (the SCons plugin, in every
 # build) costs little, and loads no compiled code.
-_LAZY = {"Pool": ".pool", "PopenRunner": ".popen_runner", "OutputSync": ".output_sync",
-         "Stats": ".stats", "TraceWriter": ".trace"}
+_LAZY = {"Pool": ".pool", "PopenRunner": ".popen_runner", "Stats": ".stats",
+         "TraceWriter": ".trace"}
 
 
 def spawner_path():

@@ -1,23 +1,17 @@
-"""Synchronized output: each command's output printed as one block when it finishes.
+"""The package's console: where the engine's layers print while Python owns it.
 
-`SyncOutput` is the layer (stack.py): a passthrough command runs captured and its
-output is printed by `OutputSync.emit()` when it ends; a command whose caller captures
-passes untouched.  `console_message()` is the package's one way to print a driver
-message to the console.
+Synchronized output itself (``--output=sync``, make's ``-O``; what the status line
+forces) is the engine's sync layer (engine/src/stack/sync_layer.h, stacked by stack.py's
+Session): a passthrough command runs captured and its output is printed as one block
+when it ends.  The engine's console writes (engine/src/command/console.h: those blocks,
+the launcher's messages and distcc blocks, sh's messages after direct exec) come here
+(pool.py binds `console_message` and `output_block`), so that what Python's buffered
+sys.stdout and sys.stderr hold is written first and, while a status line prints
+(status.py), everything goes through its printer, which clears and redraws the line.
+`console_message()` is also the package's one way to print a driver message.
 
-GNU make's ``-O`` is the reference.  When this process's stdout and stderr are the same
-open file (a terminal, or ``> log 2>&1``), a command's stdout and stderr are captured
-merged in the spawner (one pipe, so the bytes keep the order the command wrote them) and
-the block goes to stdout.  Otherwise they are captured apart and written as the stdout
-block, then the stderr block, each to its own stream.
-
-Colour: a command writes into a pipe, so a tool that asks isatty() turns colour off.
-Nothing tty-like is faked (no pty, no variables exported): escape codes that a command
-writes anyway (``-fdiagnostics-color=always``) are passed through byte for byte.
-
-Thread-safe: `emit()` and console_message() hold one lock per process while writing,
-so blocks and messages never interleave with one another.  While a status line prints
-(status.py), both write through its printer, which clears and redraws the line.
+Thread-safe: both writers hold one lock per process while writing, so blocks and
+messages never interleave with one another.
 """
 
 import os
@@ -25,13 +19,9 @@ import select
 import sys
 import threading
 
-from .command import CAPTURE, CAPTURE_MERGED, PASSTHROUGH, Command
+__all__ = ['console_message', 'output_block', 'write_all', 'set_console_printer']
 
-__all__ = ['OutputSync', 'SyncOutput', 'console_message', 'output_block', 'same_open_file',
-           'write_all', 'set_console_printer']
-
-# One lock for the whole process: two OutputSync objects (a resized pool) still share the
-# console.
+# One lock for the whole process: every session and every layer share the console.
 _console_lock = threading.Lock()
 # The status line's printer (status.py) while it owns the console, else None.
 _printer = None
@@ -52,17 +42,8 @@ def _write(fd, data):
         write_all(fd, data)
 
 
-def same_open_file(fd_a, fd_b):
-    """Whether two descriptors refer to the same file (make compares st_dev/st_ino too)."""
-    try:
-        a, b = os.fstat(fd_a), os.fstat(fd_b)
-    except OSError:
-        return False
-    return a.st_ino == b.st_ino and a.st_dev == b.st_dev
-
-
 def write_all(fd, data):
-    """Write all of `data`, also to a descriptor someone set non-blocking."""
+    """Write all of `data` (bytes-like), also to a descriptor someone set non-blocking."""
     view = memoryview(data)
     while view:
         try:
@@ -84,29 +65,10 @@ def console_message(text, fd=2):
             pass
 
 
-class OutputSync:
-    """Says how to capture a command (`merged`) and prints its output as one block."""
-
-    def __init__(self, stdout_fd=1, stderr_fd=2):
-        self.stdout_fd = stdout_fd
-        self.stderr_fd = stderr_fd
-        #: Capture stderr into stdout (True when both go to the same file).
-        self.merged = same_open_file(stdout_fd, stderr_fd)
-        #: The output mode to run a command in.
-        self.capture_mode = CAPTURE_MERGED if self.merged else CAPTURE
-
-    def emit(self, stdout, stderr):
-        """Print one command's captured output (bytes or None) as one block."""
-        _emit(self.stdout_fd, self.stderr_fd, stdout, stderr)
-
-
 def output_block(stdout, stderr):
-    """Print one command's captured output (bytes or None) as one block on fds 1 and 2:
-    where the engine's layers (the launcher's distcc compiles) print theirs."""
-    _emit(1, 2, stdout, stderr)
-
-
-def _emit(stdout_fd, stderr_fd, stdout, stderr):
+    """Print one command's captured output (bytes-like or None; the engine lends views
+    of its buffers for the call's length, so nothing here keeps them) as one block:
+    `stdout` on fd 1, then `stderr` on fd 2."""
     if not stdout and not stderr:
         return
     with _console_lock:
@@ -116,28 +78,11 @@ def _emit(stdout_fd, stderr_fd, stdout, stderr):
         _flush(sys.stderr)
         try:
             if stdout:
-                _write(stdout_fd, stdout)
+                _write(1, stdout)
             if stderr:
-                _write(stderr_fd, stderr)
+                _write(2, stderr)
         except BrokenPipeError:
             pass    # the reader went away; the command itself would have got EPIPE
-
-
-class SyncOutput:
-    """The layer: passthrough commands run captured and print as one block at their end."""
-
-    def __init__(self, inner, sync=None):
-        self.inner = inner
-        self.sync = sync if sync is not None else OutputSync()
-
-    def run(self, command):
-        if command.output != PASSTHROUGH:
-            return self.inner.run(command)      # the caller captures: its bytes
-        sync = self.sync
-        result = self.inner.run(Command(command.argv, command.env, command.cwd,
-                                        sync.capture_mode, command.local))
-        sync.emit(result.stdout, result.stderr)
-        return result
 
 
 def _flush(stream):

@@ -14,10 +14,13 @@ command once at its door and runs it through the layers a build's Settings ask f
                   (PopenRunner, popen_runner.py; FakeRunner, testing.py), called back
                   with the GIL
 
-Until output sync, the trace and the statistics move into the engine (their seams are in
-session.cc), this module's `Recorded` and output_sync.py's `SyncOutput` wrap the engine's
-stack from above: so the trace records the caller's line (not the launched one), and a
-launcher's failure message comes before the command's block rather than after it.
+Until the trace and the statistics move into the engine (their seam is in session.cc),
+this module's `Recorded` wraps the engine's stack from above (the trace records the
+caller's line, not the launched one).  Output sync is the engine's (sync_layer.h): it
+prints through output_sync.py's console, a command's block before the launcher's
+message about it.  Without the compiled module there is no engine's stack: the build
+runs on Popen with the Python layer alone, and a launcher and output sync are warned
+about and left out.
 
 Admission is no layer: the pool's scheduler grants each command its slot, local slot,
 jobserver token and memory together (`pool_options()` hands it the jobserver and the
@@ -40,7 +43,6 @@ import sys
 import tempfile
 
 from .command import shell_line
-from .output_sync import OutputSync, SyncOutput
 from .report import write_report
 from .stats import Stats
 from .trace import TraceWriter
@@ -114,7 +116,7 @@ class Session:
                 self.status = None
         # The status line needs every output line whole: commands are captured and printed
         # through its printer (output_sync.py), as with --output=sync.
-        self.sync = OutputSync() if settings.output == 'sync' or self.status else None
+        self.sync = bool(self.status) or self._output_sync(settings, warn)
         self.launcher = launcher = self._launcher(settings, warn)
         self._prefix = prefix
         local = settings.local
@@ -162,16 +164,15 @@ class Session:
         settings = self.settings
         stack = None
         engine = _engine()
-        if engine is not None and (settings.direct_exec or self.launcher is not None):
+        if engine is not None and (settings.direct_exec or self.launcher is not None
+                                   or self.sync):
             stack = engine.Session(base, self.launcher, direct_exec=settings.direct_exec,
-                                   prefix=self._prefix)
+                                   output_sync=self.sync, prefix=self._prefix)
         self._stack = stack
         below = stack if stack is not None else base
         observers = [o for o in (self.trace, self.stats) if o is not None]
 
         def python_layers(runner):     # on top of the engine's stack, for now
-            if self.sync is not None:
-                runner = SyncOutput(runner, self.sync)
             if observers:
                 runner = Recorded(runner, observers)
             return runner
@@ -283,6 +284,16 @@ class Session:
         except ImportError:
             return None
         return History(path, settings.history_warning_prefix('%s: warning: ' % prefix))
+
+    @staticmethod
+    def _output_sync(settings, warn):
+        if settings.output != 'sync':
+            return False
+        if _engine() is None:
+            warn('%s=sync: needs spawnpool\'s compiled module; output is passed through' %
+                 settings.flag('output'))
+            return False
+        return True
 
     @staticmethod
     def _launcher(settings, warn):

@@ -1,10 +1,10 @@
-// The console as the command layers print to it: a driver message whole, a command's
-// captured output as one block, under one process-wide lock so that neither is cut into
-// by the other. Interim: a minimal writer until the recording layers' console writer
-// (engine/src/recording/console_writer.h) lands; these then forward to it (same
-// semantics) and console.cc goes. A binding whose runtime owns the console (the Python
-// package: its buffered streams, the status line's printer) hands both writes to it with
-// set_writer(). Thread-safe.
+// The console as the command layers print to it: a driver message whole (the launcher's
+// failures, sh's message after direct exec), a command's captured output as one block
+// (the sync layer, stack/sync_layer.h; the launcher's distcc compiles), under one
+// process-wide lock so that neither is cut into by the other. A C++ driver's console is
+// fds 1 and 2; a binding whose runtime owns the console (the Python package: its
+// buffered streams, the status line's printer) hands both writes to it with
+// set_writer(), and its writer keeps its own lock. Thread-safe.
 #pragma once
 
 #include <string_view>

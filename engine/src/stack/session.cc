@@ -6,6 +6,7 @@
 #include "engine/src/command/direct_exec.h"
 #include "engine/src/command/prepare_command.h"
 #include "engine/src/stack/pool_layer.h"
+#include "engine/src/stack/sync_layer.h"
 
 namespace spawnpool::detail {
 namespace {
@@ -32,8 +33,11 @@ Session::Session(std::unique_ptr<Layer> owned_base, Layer* base, SessionOptions 
     direct_exec_ = std::make_unique<DirectExec>(*below);
     below = direct_exec_.get();
   }
-  // Output sync (on direct exec), then the trace and the statistics (on sync) go here,
-  // in that order, as they move from Python (stack.py) into C++.
+  if (options.output_sync) {
+    sync_ = std::make_unique<SyncLayer>(*below);
+    below = sync_.get();
+  }
+  // The trace and the statistics (on sync) go here as they move from Python (stack.py).
   checks_ = below;
   if (!blank(options.launcher)) {
     const std::vector<std::string> driver_environment =

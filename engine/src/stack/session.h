@@ -4,7 +4,8 @@
 //   launcher     LauncherLayer (command/launcher_layer.h): a compile runs through the
 //                compiler launcher and is not local
 //   recorded     the trace and the statistics see every result      (not yet in C++)
-//   sync         a passthrough command's output printed as one block (not yet in C++)
+//   sync         SyncLayer (sync_layer.h): a passthrough command runs captured and its
+//                output is printed as one block when it ends
 //   direct exec  DirectExec (command/direct_exec.h): `sh -c LINE` without shell syntax
 //                runs as its program, with sh's PWD, status and messages
 //   base         what runs it: the pool (PoolLayer, pool_layer.h), or the caller's layer
@@ -43,6 +44,9 @@ struct SessionOptions {
   std::vector<std::string> compilers;
   /// Run simple `sh -c` lines as their program (direct_exec.h).
   bool direct_exec = true;
+  /// Print each passthrough command's output as one block when it ends (sync_layer.h):
+  /// `--output=sync`, and what a status line needs (every output line whole).
+  bool output_sync = false;
   /// What starts the launcher's messages and summary ("spawnpool", "scons").
   std::string message_prefix = "spawnpool";
   /// The driver's environment ("NAME=value"): the launcher is found on its PATH and takes
@@ -81,6 +85,7 @@ class Session {
   std::string launcher_summary() const { return launcher_ ? launcher_->summary() : ""; }
   LauncherCounts launcher_counts() const { return launcher_ ? launcher_->counts() : LauncherCounts{}; }
   bool direct_exec() const { return direct_exec_ != nullptr; }
+  bool output_sync() const { return sync_ != nullptr; }
 
  private:
   // The bottom of every stack: forwards to the base, which rebase() changes.
@@ -97,8 +102,9 @@ class Session {
   std::unique_ptr<Layer> owned_base_;  // the PoolLayer made for a Pool, else null
   BaseSeam seam_;
   std::unique_ptr<Layer> direct_exec_;  // null: not asked for
-  // The seams of the layers still in Python (output_sync.py, stats.py, trace.py): the
-  // sync layer goes on direct exec (or the seam), recorded on sync, the launcher on them.
+  std::unique_ptr<Layer> sync_;         // null: not asked for
+  // The seam of the layers still in Python (stats.py, trace.py): recorded goes on sync
+  // (or what is below it), the launcher on it.
   std::unique_ptr<LauncherLayer> launcher_;  // null: no launcher
   Layer* checks_;  // the top below the launcher
   Layer* top_;     // every layer
