@@ -153,6 +153,31 @@ def test_sync_output_captures_passthrough_only(capfd):
     assert synced.returncode == 0 and session._stack.output_sync
 
 
+def test_sync_blocks_go_through_the_status_lines_printer(capfd):
+    """While a status line prints, the sync layer's block goes through its printer (the
+    package's console, output_sync.py), not past it onto the fds."""
+    from spawnpool import output_sync
+
+    class Printer:
+        def __init__(self):
+            self.writes = []
+
+        def write(self, fd, data):
+            self.writes.append((fd, bytes(data)))   # a block's views are lent for the call
+
+    printer = Printer()
+    fake = FakeRunner(Result(returncode=1, stdout=b"o\n", stderr=b"e\n"))
+    runner = Session(options.Settings(output="sync"), 1, print).start(fake)
+    output_sync.set_console_printer(printer)
+    try:
+        result = runner.run(Command(["sh", "-c", "cc -c a.c"], ENV, "/"))
+    finally:
+        output_sync.set_console_printer(None)
+    assert printer.writes == [(1, b"o\n"), (2, b"e\n")]
+    assert capfd.readouterr() == ("", "")
+    assert (result.returncode, result.stdout, result.stderr) == (1, b"o\n", b"e\n")
+
+
 def test_without_the_compiled_module_sync_is_warned_about_and_left_out(monkeypatch):
     """The fallback (stack._engine() None: the module does not load) is Popen without the
     engine's layers: output sync, which is one of them, says so and is not there."""

@@ -186,7 +186,9 @@ bool whole_blocks(const std::string& text, const std::vector<std::string>& block
 
 TEST_CASE("four driver threads on a pool get their blocks whole, never interleaved",
           "[stack][sync][session]") {
-  constexpr int kThreads = 4, kCommands = 6, kLines = 40;
+  // 300 lines each: long enough that without the layer the commands' writes interleave
+  // (checked: output_sync off failed every check, 3 runs of 3; with 40 lines some passed).
+  constexpr int kThreads = 4, kCommands = 6, kLines = 300;
   LeakCheck leaks;
   for (const bool merged : {true, false}) {
     INFO((merged ? "fds 1 and 2 the same file" : "fds 1 and 2 apart"));
