@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "engine/src/history/history_store.h"
+#include "engine/src/progress/duration_fit.h"
 #include "engine/src/progress/progress_recording.h"
 #include "engine/src/progress/status_format.h"
 
@@ -119,10 +120,9 @@ class BuildProgress {
   std::unordered_map<std::uint64_t, std::vector<double>> by_program_;  // guarded by mutex_
   std::vector<double> finished_s_;                    // guarded by mutex_
   /// The finished commands that had a prediction when they ended (the history's, or
-  /// their program's median before them): their durations and predictions summed, for
-  /// the pace (EtaInput::pace).
-  double paced_actual_s_ = 0, paced_predicted_s_ = 0;  // guarded by mutex_
-  std::uint64_t paced_count_ = 0;                     // guarded by mutex_
+  /// their program's median before them): their durations against their predictions.
+  DurationFit fit_;                                   // guarded by mutex_
+  DurationLine calibration() const;                   // mutex_ held
   /// The slots' busy time: the finished commands' durations, since the first started.
   double busy_s_ = 0;                                 // guarded by mutex_
   std::int64_t first_started_ns_ = 0;                 // 0: none yet; guarded by mutex_

@@ -3,10 +3,11 @@
 // what their predictions leave; the commands still to run go, longest first, each on
 // the slot that frees first (list scheduling), at most `parallelism` at once (fewer
 // than the slots while memory admission holds commands back). The answer is when the
-// last slot frees. Every duration is scaled by the build's pace so far (its commands'
-// durations over their predictions): the history's durations come from other builds,
-// under another load, and the median that stands in for an unknown command is below
-// the mean of a right-skewed mix (compiles). Pure function: thread-safe.
+// last slot frees. Every duration is scaled by the build's pace (how much longer than
+// its commands the build takes on its slots: the driver's own work between commands
+// leaves slots idle). The durations given are the caller's best: BuildProgress puts
+// the history's through a line fitted to this build's finished commands
+// (duration_fit.h). Pure function: thread-safe.
 #pragma once
 
 #include <cstddef>
@@ -34,10 +35,9 @@ struct EtaInput {
   /// The duration of a typical command of this build (the median of those finished,
   /// else of the history's): stands in for what nothing predicts. Unset: none known.
   std::optional<double> typical_s;
-  /// How much longer this build's commands take than predicted (their durations over
-  /// what was predicted for them: a loaded machine, a history from a quicker build, the
-  /// median standing in for a mean): every duration above is multiplied by it. 1: as
-  /// predicted, or too few finished to tell.
+  /// How much longer the build takes than its commands' durations on the slots (the
+  /// slots' idle share so far: BuildProgress::pace): every duration above is multiplied
+  /// by it. 1: none idle, or too few finished to tell.
   double pace = 1;
 };
 

@@ -233,3 +233,65 @@ TEST_CASE("the summary of a stopped build says interrupted, not done or failed",
 
 }  // namespace
 }  // namespace spawnpool::detail
+
+namespace spawnpool::detail {
+namespace {
+
+// An incremental-like build of alike commands on 2 slots whose history carries the load
+// of the last build (its first quarter ran fast, the rest slowly) and the driver's work
+// between commands (each slot idle 30 ms before each command). The pace of the first
+// quarter (actual over predicted: 1.7x) does not hold for the rest, whose predictions
+// are twice as long for no reason of their own: the ETA of that ratio (the estimator
+// before duration_fit.h) was 1.9x the time that remained at 25% of the build and 1.2x
+// at 50%; the line sees that the predictions do not explain the durations and takes
+// their mean (within 2%).
+TEST_CASE("a history that only carries the last build's load does not skew the ETA", "[progress][eta]") {
+  constexpr int kCommands = 100;
+  std::uint32_t seed = 12345;
+  auto uniform = [&seed] {  // in [-1, 1], deterministic
+    seed = seed * 1664525u + 1013904223u;
+    return static_cast<double>(seed >> 8) / static_cast<double>(1u << 23) - 1;
+  };
+  HistorySnapshot history;
+  std::vector<double> actual(kCommands);
+  for (int i = 0; i < kCommands; ++i) {
+    actual[i] = 0.1 * (1 + 0.2 * uniform());
+    const double predicted = (i < kCommands / 4 ? 0.06 : 0.12) * (1 + 0.3 * uniform());
+    history.add(static_cast<std::uint64_t>(i + 1), 0, {0, static_cast<std::int64_t>(predicted * kS)});
+  }
+  BuildProgress progress(std::move(history), 0, 0);
+  progress.set_slots(2, false);
+  std::vector<std::uint64_t> ids;
+  for (int i = 0; i < kCommands; ++i) ids.push_back(progress.submitted(key(static_cast<std::uint64_t>(i + 1)), "cc"));
+  // The schedule: each command on the slot that frees first, 30 ms after it frees.
+  struct Event { std::int64_t t; int command; bool end; };
+  std::vector<Event> events;
+  std::int64_t slot_free[2] = {0, 0};
+  std::int64_t build_end = 0;
+  for (int i = 0; i < kCommands; ++i) {
+    std::int64_t& slot = slot_free[slot_free[0] <= slot_free[1] ? 0 : 1];
+    const std::int64_t start = slot + 30 * kS / 1000;
+    slot = start + static_cast<std::int64_t>(actual[i] * kS);
+    events.push_back({start, i, false});
+    events.push_back({slot, i, true});
+    build_end = std::max(build_end, slot);
+  }
+  std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) { return a.t < b.t; });
+  int finished = 0;
+  for (const Event& e : events) {
+    if (!e.end) {
+      progress.started(ids[e.command], e.t);
+      continue;
+    }
+    progress.finished(ids[e.command], false, static_cast<std::int64_t>(actual[e.command] * kS));
+    if (++finished != kCommands / 4 && finished != kCommands / 2) continue;
+    const StatusView view = progress.view(e.t);
+    REQUIRE(view.remaining_s);
+    const double truth = static_cast<double>(build_end - e.t) / kS;
+    INFO(finished << " finished: ETA " << *view.remaining_s << " s, " << truth << " s remained");
+    CHECK(std::abs(*view.remaining_s - truth) / truth < 0.15);
+  }
+}
+
+}  // namespace
+}  // namespace spawnpool::detail

@@ -38,10 +38,10 @@ std::optional<double> median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
-std::string percent(const std::optional<double>& x) {
+std::string percent(const std::optional<double>& x, bool with_sign = false) {
   if (!x) return "n/a";
   char text[32];
-  std::snprintf(text, sizeof text, "%.0f%%", 100 * *x);
+  std::snprintf(text, sizeof text, with_sign ? "%+.0f%%" : "%.0f%%", 100 * *x);
   return text;
 }
 
@@ -107,8 +107,11 @@ int main(int argc, char** argv) {
       const std::int64_t t = rec->start_ns + static_cast<std::int64_t>(f * static_cast<double>(rec->end_ns - rec->start_ns));
       const StatusView view = replay.view_at(t);
       const double truth = static_cast<double>(rec->end_ns - t) / 1e9;
-      std::optional<double> err;
-      if (view.remaining_s) err = std::fabs(*view.remaining_s - truth) / truth;
+      std::optional<double> err, signed_err;  // signed: below the truth is negative
+      if (view.remaining_s) {
+        signed_err = (*view.remaining_s - truth) / truth;
+        err = std::fabs(*signed_err);
+      }
       std::optional<double> naive_err;
       if (view.done > 0)
         naive_err = std::fabs(view.elapsed_s * (m - static_cast<double>(view.done)) /
@@ -119,7 +122,7 @@ int main(int argc, char** argv) {
                     static_cast<unsigned long long>(view.done), static_cast<unsigned long long>(view.total),
                     static_cast<unsigned long long>(view.running),
                     view.remaining_s ? std::to_string(*view.remaining_s).substr(0, 6).c_str() : "none",
-                    truth, percent(err).c_str(), percent(naive_err).c_str());
+                    truth, percent(signed_err, true).c_str(), percent(naive_err).c_str());
       if (slot < 0) continue;
       // No estimate is counted as missing, as eta_bench.py counts it (n/a, left out).
       if (err) ours[slot].push_back(*err);
