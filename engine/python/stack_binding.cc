@@ -90,20 +90,27 @@ py::object borrowed_view(std::string_view data) {
   return py::reinterpret_steal<py::object>(view);
 }
 
-// The block is handed over as views of the layer's buffers, released once the writer
-// returns: nothing the writer kept can read them after the layer frees them.
+// The block is handed over as views of the layer's buffers (no copy), released once the
+// writer returns, so that a view that outlived the call reads nothing. The writer is the
+// package's (output_sync.output_block) and keeps none: release() would refuse a view
+// with slices of it still alive (BufferError, reported as unraisable).
 void block_to_python(std::string_view out, std::string_view err) {
   py::gil_scoped_acquire acquire;
+  py::object views[2];
   try {
-    py::object views[] = {borrowed_view(out), borrowed_view(err)};
+    views[0] = borrowed_view(out);
+    views[1] = borrowed_view(err);
+    py::reinterpret_borrow<py::object>(g_console_block)(views[0], views[1]);
+  } catch (py::error_already_set& e) {
+    e.discard_as_unraisable("spawnpool: a command's output block");
+  }
+  for (py::object& view : views) {
+    if (!view) continue;
     try {
-      py::reinterpret_borrow<py::object>(g_console_block)(views[0], views[1]);
+      view.attr("release")();
     } catch (py::error_already_set& e) {
       e.discard_as_unraisable("spawnpool: a command's output block");
     }
-    for (py::object& view : views) view.attr("release")();
-  } catch (py::error_already_set& e) {
-    e.discard_as_unraisable("spawnpool: a command's output block");
   }
 }
 

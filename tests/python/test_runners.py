@@ -178,6 +178,25 @@ def test_sync_blocks_go_through_the_status_lines_printer(capfd):
     assert (result.returncode, result.stdout, result.stderr) == (1, b"o\n", b"e\n")
 
 
+def test_a_blocks_views_are_released_after_the_call():
+    """The engine lends the console writer views of its buffers for the call's length: a
+    view kept past it reads nothing (ValueError), never the freed buffer."""
+    from spawnpool import output_sync
+    from spawnpool.pool import _spawnpool
+    kept = []
+    _spawnpool._bind(Result, Command, None, lambda out, err: kept.append((bytes(out), out)))
+    try:
+        fake = FakeRunner(Result(returncode=0, stdout=b"o", stderr=b""))
+        Session(options.Settings(output="sync"), 1, print).start(fake).run(
+            Command(["x"], ENV, "/"))
+    finally:
+        _spawnpool._bind(Result, Command, None, output_sync.output_block)
+    [(copied, view)] = kept
+    assert copied == b"o"
+    with pytest.raises(ValueError):
+        bytes(view)
+
+
 def test_without_the_compiled_module_sync_is_warned_about_and_left_out(monkeypatch):
     """The fallback (stack._engine() None: the module does not load) is Popen without the
     engine's layers: output sync, which is one of them, says so and is not there."""
