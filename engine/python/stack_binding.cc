@@ -11,6 +11,7 @@
 
 #include "engine/python/conversions.h"
 #include "engine/python/pool_binding.h"
+#include "engine/python/statistics_binding.h"
 #include "engine/src/command/compile_classifier.h"
 #include "engine/src/command/console.h"
 #include "engine/src/command/direct_exec.h"
@@ -147,12 +148,18 @@ struct PyClassifier {
 
 // One build's stack (session.h) for stack.py: run() through every layer, run_checks()
 // below the launcher. The command is read with the GIL held (to_command), then the
-// layers run without it.
+// layers run without it; the trace and the statistics (trace=, stats=: the package's
+// TraceWriter and BuildStatistics, shared) record there, and take the GIL only for
+// `command_args`, when one is given.
 class PySession {
  public:
   PySession(py::handle base, py::handle launcher, py::handle compilers, bool direct_exec,
-            bool output_sync, std::string prefix) {
+            bool output_sync, std::string prefix, py::handle trace, py::handle stats,
+            py::object command_args) {
     spawnpool::detail::SessionOptions options;
+    options.trace = trace_writer_of(trace);  // recorded below the launcher, without the GIL
+    options.statistics = statistics_of(stats);
+    if (options.trace) options.trace_args = trace_args_hook(std::move(command_args));
     options.direct_exec = direct_exec;
     options.output_sync = output_sync;
     options.message_prefix = std::move(prefix);
@@ -233,10 +240,12 @@ class PySession {
 void bind_stack(py::module_& m) {
   using spawnpool::detail::Launcher;
   py::class_<PySession>(m, "Session")
-      .def(py::init<py::handle, py::handle, py::handle, bool, bool, std::string>(),
+      .def(py::init<py::handle, py::handle, py::handle, bool, bool, std::string, py::handle,
+                    py::handle, py::object>(),
            py::arg("base"), py::arg("launcher") = py::none(), py::arg("compilers") = py::none(),
            py::arg("direct_exec") = true, py::arg("output_sync") = false,
-           py::arg("prefix") = "spawnpool")
+           py::arg("prefix") = "spawnpool", py::arg("trace") = py::none(),
+           py::arg("stats") = py::none(), py::arg("command_args") = py::none())
       .def("run", [](PySession& s, py::handle command) { return s.run(command, false); },
            py::arg("command"), "Run a build command through every layer.")
       .def("run_checks", [](PySession& s, py::handle command) { return s.run(command, true); },

@@ -2,8 +2,12 @@
 
 #include <pybind11/stl.h>
 
+#include <cerrno>
 #include <string>
+#include <system_error>
+#include <utility>
 
+#include "engine/python/conversions.h"
 #include "engine/src/stack/build_statistics.h"
 
 namespace py = pybind11;
@@ -58,7 +62,59 @@ Result statistics_fields(py::handle result) {
   return r;
 }
 
+// `command_args()` as the members of a JSON object ("" for none, or when it fails).
+// Called with the GIL.
+std::string extra_args(py::handle command_args) {
+  static py::object* const encode = new py::object(  // never freed, as above
+      py::module_::import("json").attr("JSONEncoder")(
+          py::arg("separators") = py::make_tuple(",", ":")).attr("encode"));
+  try {
+    py::object value = command_args();
+    if (value.is_none()) return {};
+    const std::string text = (*encode)(py::dict(value)).cast<std::string>();  // {...}
+    return text.size() > 2 ? text.substr(1, text.size() - 2) : std::string();
+  } catch (py::error_already_set&) {  // the trace must never fail the build
+    return {};
+  }
+}
+
+std::shared_ptr<detail::TraceWriter> open_trace(py::handle path, const std::string& process_name,
+                                                const std::string& command_line) {
+  const std::string file = fs_bytes(path);
+  try {
+    return std::make_shared<detail::TraceWriter>(file, process_name, command_line);
+  } catch (const std::system_error& e) {  // as os.open would: OSError with errno and name
+    errno = e.code().value();
+    PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, path.ptr());
+    throw py::error_already_set();
+  }
+}
+
 }  // namespace
+
+std::shared_ptr<detail::TraceWriter> trace_writer_of(py::handle writer) {
+  if (writer.is_none()) return nullptr;
+  return writer.cast<std::shared_ptr<detail::TraceWriter>>();
+}
+
+std::shared_ptr<detail::BuildStatistics> statistics_of(py::handle statistics) {
+  if (statistics.is_none()) return nullptr;
+  return statistics.cast<std::shared_ptr<detail::BuildStatistics>>();
+}
+
+detail::TraceArgs trace_args_hook(py::object command_args) {
+  if (command_args.is_none()) return {};
+  // Shared by the hook's copies; let go with the GIL, wherever the last copy goes.
+  std::shared_ptr<py::object> callable(new py::object(std::move(command_args)),
+                                       [](py::object* object) {
+                                         py::gil_scoped_acquire acquire;
+                                         delete object;
+                                       });
+  return [callable] {
+    py::gil_scoped_acquire acquire;
+    return extra_args(*callable);
+  };
+}
 
 void bind_statistics(py::module_& m) {
   using detail::BuildStatistics;
@@ -73,7 +129,7 @@ void bind_statistics(py::module_& m) {
       .def_readonly("queue_ns", &StatisticsTotals::queue_ns)
       .def_readonly("build_wall", &StatisticsTotals::build_wall_s)
       .def_readonly("utilization", &StatisticsTotals::utilization);
-  py::class_<BuildStatistics>(m, "BuildStatistics")
+  py::class_<BuildStatistics, std::shared_ptr<BuildStatistics>>(m, "BuildStatistics")
       .def(py::init<int>(), py::arg("slots") = 0)
       .def("note_slots", &BuildStatistics::note_slots)
       .def("add",
@@ -84,6 +140,24 @@ void bind_statistics(py::module_& m) {
       .def("report", &BuildStatistics::report, py::arg("prefix") = "spawnpool")
       .def("prediction_error", &BuildStatistics::prediction_error)
       .def("longest", &BuildStatistics::longest);
+
+  using detail::TraceWriter;
+  py::class_<TraceWriter, std::shared_ptr<TraceWriter>>(m, "TraceWriter")
+      .def(py::init(&open_trace), py::arg("path"), py::arg("process_name") = "spawnpool",
+           py::arg("command_line") = "")
+      .def("add",
+           [](TraceWriter& self, py::handle result, py::handle line, py::handle command_args) {
+             const Result r = from_python(result);
+             const std::string text = fs_bytes(line);
+             const std::string extra =
+                 r.started() && !command_args.is_none() ? extra_args(command_args) : "";
+             py::gil_scoped_release release;  // a failed write's message takes it back
+             self.add(r, text, extra);
+           },
+           py::arg("result"), py::arg("line"), py::arg("command_args") = py::none())
+      .def("close", &TraceWriter::close)
+      .def_property_readonly("origin_ns", &TraceWriter::origin_ns)
+      .def_property_readonly("fd", &TraceWriter::fd);
 }
 
 }  // namespace spawnpool::python

@@ -1,6 +1,6 @@
-"""TraceWriter and Stats on synthetic results (spawnpool.Result, as any runner returns
-it): the file is valid JSON after every event, also with many writer threads; the
-statistics add up."""
+"""The engine's TraceWriter and Stats (trace.py, stats.py) on synthetic results
+(spawnpool.Result, as any runner returns it): the file is valid JSON after every event,
+also with many writer threads; the statistics add up."""
 
 import json
 import os
@@ -35,7 +35,7 @@ def test_trace_is_valid_after_every_event(tmp_path):
     path = tmp_path / 't.json'
     trace = spawnpool.TraceWriter(path)
     assert events(path) == []
-    base = trace._origin_ns
+    base = trace.origin_ns
     for i in range(5):
         trace.add(result(i % 2, base, base + MS, base + 2 * MS, base + 12 * MS, base + 13 * MS,
                          returncode=i), 'cc -c "f%d.c" \\ \u00e9' % i)
@@ -74,15 +74,15 @@ def test_trace_from_many_threads(tmp_path):
     assert len(events(path)) == 1600
 
 
-def test_trace_write_error_stops_tracing(tmp_path, capsys):
+def test_trace_write_error_stops_tracing(tmp_path, capfd):
     trace = spawnpool.TraceWriter(tmp_path / 't.json')
     full = os.open('/dev/full', os.O_WRONLY)
-    os.dup2(full, trace._fd)                        # from now on: ENOSPC
+    os.dup2(full, trace.fd)                        # from now on: ENOSPC
     os.close(full)
     trace.add(result(0, 0, 1, 2, 3, 4), 'x')     # no exception: the build goes on
     trace.add(result(0, 0, 1, 2, 3, 4), 'x')
     trace.close()
-    err = capsys.readouterr().err
+    err = capfd.readouterr().err       # the engine's console: fd 2, or output_sync.py's
     assert err.count('tracing stopped') == 1, err
     with pytest.raises(OSError):                    # unwritable from the start: say so
         spawnpool.TraceWriter('/dev/full')

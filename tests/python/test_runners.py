@@ -5,9 +5,11 @@ Popen-style wrapper. Leak checks run after every test (conftest.py)."""
 import argparse
 import errno
 import io
+import json
 import os
 import pathlib
 import signal
+import threading
 
 import pytest
 
@@ -15,7 +17,7 @@ import spawnpool
 from spawnpool import CAPTURE, CAPTURE_MERGED, PASSTHROUGH, Command, PopenRunner, Result
 from spawnpool import options, popen_style
 from spawnpool.direct_exec import DirectExec
-from spawnpool.stack import Recorded, Session
+from spawnpool.stack import Session
 from spawnpool.testing import FakeRunner
 
 ENV = {"PATH": "/usr/bin:/bin", "LC_ALL": "C"}
@@ -210,13 +212,34 @@ def test_without_the_compiled_module_sync_is_warned_about_and_left_out(monkeypat
                         "output is passed through"]
 
 
-def test_recorded_sees_every_result():
-    seen = []
-    observer = type("Observer", (), {"add": lambda self, r, line: seen.append((r.failure, line))})
-    layer = Recorded(FakeRunner(Result(failure="exec")), [observer()])
-    layer.run(Command(["sh", "-c", "cc -c a.c"], cwd="/"))
-    layer.run(Command(["ls", "-l"], cwd="/"))
-    assert seen == [("exec", "cc -c a.c"), ("exec", "ls -l")]
+def test_the_engine_records_a_python_runners_results(tmp_path):
+    """A Python base (FakeRunner, as PopenRunner) runs under the engine's stack, so its
+    results reach the engine's trace and statistics, even with direct exec off; the
+    trace's command_args are called on the command's thread."""
+    settings = options.Settings(stats=True, trace="t.json", direct_exec=False,
+                                base_dir=str(tmp_path))
+    threads = []
+
+    def command_args():
+        threads.append(threading.get_ident())
+        return {"targets": ["a.o"]}
+    session = Session(settings, 1, pytest.fail, command_args=command_args)
+    runner = session.start(FakeRunner(Result(failure="exec", error_message="No such file")))
+    runner.run(Command(["sh", "-c", "cc -c a.c"], cwd="/"))
+    session.rebase(FakeRunner(Result(returncode=0, slot=0, started_ns=1, exited_ns=2,
+                                     completed_ns=3)))
+    worker = threading.Thread(target=runner.run, args=(Command(["ls", "-l"], cwd="/"),))
+    worker.start()
+    worker.join()
+    session.finish()
+    assert (session.stats.commands, session.stats.unstarted) == (2, 1)
+    events = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+    unstarted = [e for e in events if e["ph"] == "i"]
+    ran = [e for e in events if e["ph"] == "X"]
+    assert [e["args"]["command"] for e in unstarted] == ["cc -c a.c"]
+    assert [e["args"]["command"] for e in ran] == ["ls -l"]
+    assert ran[0]["args"]["targets"] == ["a.o"]
+    assert threads == [worker.ident]                # only for the command that ran
 
 
 # --- the options spec and the session -------------------------------------------------------
@@ -259,10 +282,10 @@ def test_session_stacks_the_layers_in_order(tmp_path):
                                 launcher="env", base_dir=str(tmp_path))
     session = Session(settings, 2, warnings.append)
     runner = session.start(fake)
-    # The engine's stack (launcher, sync, direct exec) under the Python layer still to move.
-    assert layer_names(runner) == ["Recorded", "Session"]
+    # Every layer is the engine's: the runner is its stack.
+    assert layer_names(runner) == ["Session"]
     assert session.pool_options()["local_slots"] == 2        # the pool's, not a layer's
-    assert layer_names(session.checks_runner) == ["Recorded", "_BelowLauncher", "Session"]
+    assert layer_names(session.checks_runner) == ["_BelowLauncher", "Session"]
     assert session._stack.output_sync and session._stack.direct_exec
     runner.run(Command(["sh", "-c", "gcc -o a.o -c a.c"], ENV, "/"))
     session.checks_runner.run(Command(["sh", "-c", "gcc -c conftest.c"], ENV, "/"))

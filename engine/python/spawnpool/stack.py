@@ -6,7 +6,9 @@ command once at its door and runs it through the layers a build's Settings ask f
 (options.py), in this order:
 
     launcher      a compile gets the compiler launcher (and is not local)
-    recorded      the trace and the statistics see every result
+    recorded      the trace and the statistics see every result, with the line that ran
+                  (the engine's trace and stats layers; trace.py, stats.py hand them the
+                  writer and the statistics)
     sync          a passthrough command is captured and printed as one block when it ends
     direct exec   ``sh -c LINE`` without shell syntax runs as its program, with sh's
                   environment, messages and status
@@ -14,13 +16,13 @@ command once at its door and runs it through the layers a build's Settings ask f
                   (PopenRunner, popen_runner.py; FakeRunner, testing.py), called back
                   with the GIL
 
-Until the trace and the statistics move into the engine (their seam is in session.cc),
-this module's `Recorded` wraps the engine's stack from above (the trace records the
-caller's line, not the launched one).  Output sync is the engine's (sync_layer.h): it
-prints through output_sync.py's console, a command's block before the launcher's
-message about it.  Without the compiled module there is no engine's stack: the build
-runs on Popen with the Python layer alone, and a launcher and output sync are warned
-about and left out.
+Every layer is the engine's, so the stack is one C++ call per command.  Output sync
+(sync_layer.h) prints through output_sync.py's console, a command's block before the
+launcher's message about it; the trace and the statistics (trace_layer.h,
+stats_layer.h) record the line that ran, below the launcher.  Without the compiled
+module there is no engine's stack: the build runs on Popen without any layer, and a
+launcher and output sync are warned about and left out (the trace and the statistics
+need the module too).
 
 Admission is no layer: the pool's scheduler grants each command its slot, local slot,
 jobserver token and memory together (`pool_options()` hands it the jobserver and the
@@ -42,27 +44,11 @@ import signal
 import sys
 import tempfile
 
-from .command import shell_line
 from .report import write_report
 from .stats import Stats
 from .trace import TraceWriter
 
-__all__ = ['Recorded', 'Session']
-
-
-class Recorded:
-    """Hands every result, with its command line, to each observer's add()."""
-
-    def __init__(self, inner, observers):
-        self.inner = inner
-        self.observers = tuple(observers)
-
-    def run(self, command):
-        result = self.inner.run(command)
-        line = shell_line(command.argv)
-        for observer in self.observers:
-            observer.add(result, line)
-        return result
+__all__ = ['Session']
 
 
 class _BelowLauncher:
@@ -87,7 +73,8 @@ class Session:
     The pool the session runs on is made with `pool_options()`.
     With a report asked for, the trace is recorded (into a temporary file if no trace
     was asked for) and finish() writes the report from it; `command_args` goes to the
-    trace (trace.py), and the build's command line is process_name's program and argv.
+    trace (trace.py: called on each command's thread, with the GIL), and the build's
+    command line is process_name's program and argv.
     """
 
     def __init__(self, settings, slots, warn, jobserver=None, watch=None,
@@ -102,7 +89,8 @@ class Session:
         self._report = os.path.join(settings.base_dir, settings.report) if settings.report \
             else None
         self._temporary_trace = None    # the trace's path when only the report wants it
-        self.trace = self._open_trace(process_name, command_args)
+        self.trace = self._open_trace(process_name)
+        self._command_args = command_args
         self.stats = Stats(slots=slots) if settings.stats else None
         self.history = self.status = None
         status_mode = settings.status_mode(status_fd)
@@ -139,7 +127,6 @@ class Session:
         self.watch = watch
         self.base = self.runner = self.checks_runner = None
         self._stack = None          # the engine's stack (_spawnpool.Session), or None
-        self._bottom = None         # the lowest Python layer (its inner is the base), or None
         self.interrupted = False    # a stop signal came (interrupt())
 
     def pool_options(self, warning_prefix='spawnpool: warning: '):
@@ -164,26 +151,19 @@ class Session:
         settings = self.settings
         stack = None
         engine = _engine()
+        trace, stats = self.trace, self.stats
         if engine is not None and (settings.direct_exec or self.launcher is not None
-                                   or self.sync):
-            stack = engine.Session(base, self.launcher, direct_exec=settings.direct_exec,
-                                   output_sync=self.sync, prefix=self._prefix)
+                                   or self.sync or trace is not None or stats is not None):
+            stack = engine.Session(
+                base, self.launcher, direct_exec=settings.direct_exec, output_sync=self.sync,
+                prefix=self._prefix, trace=trace._engine if trace is not None else None,
+                stats=stats._engine if stats is not None else None,
+                command_args=self._command_args)
         self._stack = stack
-        below = stack if stack is not None else base
-        observers = [o for o in (self.trace, self.stats) if o is not None]
-
-        def python_layers(runner):     # on top of the engine's stack, for now
-            if observers:
-                runner = Recorded(runner, observers)
-            return runner
-        runner = python_layers(below)
+        runner = stack if stack is not None else base
         self.checks_runner = runner
         if stack is not None and self.launcher is not None:
-            self.checks_runner = python_layers(_BelowLauncher(stack))
-        self._bottom = None
-        layer = runner
-        while layer is not below:
-            self._bottom, layer = layer, layer.inner
+            self.checks_runner = _BelowLauncher(stack)
         self.base, self.runner = base, runner
         return runner
 
@@ -191,8 +171,6 @@ class Session:
         """Put the layers on another runner (no command may be running)."""
         if self._stack is not None:
             self._stack.rebase(base)
-        elif self._bottom is not None:
-            self._bottom.inner = base
         else:
             self.runner = self.checks_runner = base
         self.base = base
@@ -247,14 +225,14 @@ class Session:
         """Whether anything but direct exec is asked for (direct exec is the default)."""
         return bool(self.trace or self.stats or self.sync or self.launcher)
 
-    def _open_trace(self, process_name, command_args):
+    def _open_trace(self, process_name):
         """The trace asked for, else a temporary one for the report, else None."""
         settings = self.settings
         line = ' '.join(shlex.quote(a) for a in process_name.split()[:1] + sys.argv[1:])
         if settings.trace:
             try:
                 return TraceWriter(os.path.join(settings.base_dir, settings.trace),
-                                   process_name, line, command_args)
+                                   process_name, line)
             except OSError as e:
                 self._warn('%s: cannot write %s: %s%s' % (
                     settings.flag('trace'), settings.trace, e.strerror or e,
@@ -265,7 +243,7 @@ class Session:
             return None
         try:
             self._temporary_trace = _temporary_file()
-            return TraceWriter(self._temporary_trace, process_name, line, command_args)
+            return TraceWriter(self._temporary_trace, process_name, line)
         except OSError as e:
             self._warn('%s: cannot record the build in %s: %s' % (
                 settings.flag('report'), tempfile.gettempdir(), e.strerror or e))

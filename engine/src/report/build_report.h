@@ -1,5 +1,5 @@
 // The build report (issue 18): one self-contained HTML page drawn from a build's Chrome
-// trace (engine/src/recording's trace writer): the slots' timeline, parallelism and
+// trace (engine/src/stack/trace_writer.h): the slots' timeline, parallelism and
 // memory over time, the longest commands, the waits, the failed commands and the
 // critical path. The page (report_template.html, compiled in) computes everything from
 // the trace in the browser; this side only puts the trace into it, safely. Pure

@@ -21,7 +21,9 @@ Session::Session(Layer& base, SessionOptions options)
     : Session(nullptr, &base, std::move(options)) {}
 
 Session::Session(Pool& pool, SessionOptions options)
-    : Session(std::make_unique<PoolLayer>(pool), nullptr, std::move(options)) {}
+    : Session(std::make_unique<PoolLayer>(pool), nullptr, std::move(options)) {
+  if (statistics_) statistics_->note_slots(static_cast<int>(pool.slots()));
+}
 
 // `base` is the caller's, or null for `owned_base`.
 Session::Session(std::unique_ptr<Layer> owned_base, Layer* base, SessionOptions options)
@@ -37,7 +39,21 @@ Session::Session(std::unique_ptr<Layer> owned_base, Layer* base, SessionOptions 
     sync_ = std::make_unique<SyncLayer>(*below);
     below = sync_.get();
   }
-  // The trace and the statistics (on sync) go here as they move from Python (stack.py).
+  statistics_ = std::move(options.statistics);
+  if (!statistics_ && options.stats_slots)
+    statistics_ = std::make_shared<BuildStatistics>(*options.stats_slots);
+  if (statistics_) {
+    stats_layer_ = std::make_unique<StatsLayer>(*below, *statistics_);
+    below = stats_layer_.get();
+  }
+  trace_ = std::move(options.trace);
+  if (!trace_ && !options.trace_path.empty())
+    trace_ = std::make_shared<TraceWriter>(options.trace_path, options.trace_process_name,
+                                           options.trace_command_line);
+  if (trace_) {
+    trace_layer_ = std::make_unique<TraceLayer>(*below, *trace_, std::move(options.trace_args));
+    below = trace_layer_.get();
+  }
   checks_ = below;
   if (!blank(options.launcher)) {
     const std::vector<std::string> driver_environment =
@@ -70,6 +86,7 @@ void Session::rebase(Pool& pool) {
   std::unique_ptr<Layer> layer = std::make_unique<PoolLayer>(pool);
   seam_.base_ = layer.get();
   owned_base_ = std::move(layer);
+  if (statistics_) statistics_->note_slots(static_cast<int>(pool.slots()));
 }
 
 }  // namespace spawnpool::detail

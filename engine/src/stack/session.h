@@ -3,7 +3,8 @@
 //
 //   launcher     LauncherLayer (command/launcher_layer.h): a compile runs through the
 //                compiler launcher and is not local
-//   recorded     the trace and the statistics see every result      (not yet in C++)
+//   recorded     TraceLayer (trace_layer.h) over StatsLayer (stats_layer.h): the trace
+//                and the statistics see every result, with the line that ran
 //   sync         SyncLayer (sync_layer.h): a passthrough command runs captured and its
 //                output is printed as one block when it ends
 //   direct exec  DirectExec (command/direct_exec.h): `sh -c LINE` without shell syntax
@@ -11,8 +12,9 @@
 //   base         what runs it: the pool (PoolLayer, pool_layer.h), or the caller's layer
 //                (the Python package's Popen fallback and test fake)
 //
-// Why this order: the launcher rewrites what runs before anything records it; the trace
-// records the status sh would have given; output sync captures what direct exec adds
+// Why this order: the launcher rewrites what runs before anything records it (so the
+// trace and the statistics record the launched line); they record the status sh would
+// have given; output sync captures what direct exec adds
 // (sh's "Segmentation fault"); direct exec sits on the base because only there is it
 // known that a program could not start and the line needs sh after all.
 //
@@ -32,7 +34,11 @@
 
 #include "engine/src/command/compile_classifier.h"
 #include "engine/src/command/launcher_layer.h"
+#include "engine/src/stack/build_statistics.h"
 #include "engine/src/stack/layer.h"
+#include "engine/src/stack/stats_layer.h"
+#include "engine/src/stack/trace_layer.h"
+#include "engine/src/stack/trace_writer.h"
 #include "spawnpool/pool.h"
 
 namespace spawnpool::detail {
@@ -52,13 +58,29 @@ struct SessionOptions {
   /// The driver's environment ("NAME=value"): the launcher is found on its PATH and takes
   /// its HOME, DISTCC_* ... Unset: the driver's now (current_environment()).
   std::optional<std::vector<std::string>> driver_environment;
+
+  /// The build trace (trace_writer.h), written to this file (created or truncated); its
+  /// process_name and the build's command line (for the report; "": none). Empty: none.
+  std::string trace_path;
+  std::string trace_process_name = "spawnpool";
+  std::string trace_command_line;
+  /// Or a trace already open (shared; instead of trace_path): a binding opens it early,
+  /// to report an unwritable file before the build starts.
+  std::shared_ptr<TraceWriter> trace;
+  /// More args for each traced command that ran, called on its thread (trace_layer.h).
+  TraceArgs trace_args;
+  /// The statistics (build_statistics.h) for this many slots; unset: none.
+  std::optional<int> stats_slots;
+  /// Or statistics made by the caller (shared; instead of stats_slots).
+  std::shared_ptr<BuildStatistics> statistics;
 };
 
 class Session {
  public:
   /// The stack on `base` (not owned; it must outlive the session or be rebased away).
   /// Throws std::invalid_argument for a launcher that is not a plain command (empty
-  /// after all, or with shell syntax): the caller says so and goes on without it.
+  /// after all, or with shell syntax): the caller says so and goes on without it; and
+  /// std::system_error for a trace_path that cannot be written.
   Session(Layer& base, SessionOptions options);
   /// The stack on a PoolLayer of `pool` (owned by the session).
   Session(Pool& pool, SessionOptions options);
@@ -86,6 +108,14 @@ class Session {
   LauncherCounts launcher_counts() const { return launcher_ ? launcher_->counts() : LauncherCounts{}; }
   bool direct_exec() const { return direct_exec_ != nullptr; }
   bool output_sync() const { return sync_ != nullptr; }
+  /// The trace, or null when none was asked for.
+  TraceWriter* trace() const { return trace_.get(); }
+  /// The statistics, or null when none were asked for.
+  BuildStatistics* statistics() const { return statistics_.get(); }
+  /// The statistics' report text (BuildStatistics::report), "" without statistics.
+  std::string statistics_report(const std::string& prefix) const {
+    return statistics_ ? statistics_->report(prefix) : std::string();
+  }
 
  private:
   // The bottom of every stack: forwards to the base, which rebase() changes.
@@ -103,8 +133,11 @@ class Session {
   BaseSeam seam_;
   std::unique_ptr<Layer> direct_exec_;  // null: not asked for
   std::unique_ptr<Layer> sync_;         // null: not asked for
-  // The seam of the layers still in Python (stats.py, trace.py): recorded goes on sync
-  // (or what is below it), the launcher on it.
+  // Recorded goes on sync (or what is below it), the launcher on it.
+  std::shared_ptr<BuildStatistics> statistics_;  // null: none asked for
+  std::unique_ptr<StatsLayer> stats_layer_;
+  std::shared_ptr<TraceWriter> trace_;           // null: none asked for
+  std::unique_ptr<TraceLayer> trace_layer_;
   std::unique_ptr<LauncherLayer> launcher_;  // null: no launcher
   Layer* checks_;  // the top below the launcher
   Layer* top_;     // every layer

@@ -10,6 +10,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -93,6 +94,88 @@ TEST_CASE("with a launcher, compiles go through it and checks do not", "[stack][
         "scons: mylauncher: 2 compiles through mylauncher, 0 failed in mylauncher; "
         "1 other commands ran locally");
   CHECK(session.launcher_counts().launched == 2);
+}
+
+// The trace's file as text, and whether it holds an event whose command is `line`.
+bool traced(const std::string& trace_path, const std::string& line) {
+  return read_file(trace_path).find("\"args\":{\"command\":\"" + line + "\"") !=
+         std::string::npos;
+}
+
+TEST_CASE("the trace and the statistics sit below the launcher, above direct exec",
+          "[stack][session]") {
+  TempDir dir;
+  write_script(dir / "mylauncher", "#!/bin/sh\nexec \"$@\"\n");
+  FakeLayer base([](PreparedCommand& command) {
+    Result r;
+    if (command.line == "lost x") {  // a command that never started
+      r.failure = FailureStage::kSpawnerDied;
+      r.error_message = "the spawner died";
+      return r;
+    }
+    r.returncode = 0;
+    r.slot = 0;
+    return r;
+  });
+  SessionOptions options;
+  options.launcher = "mylauncher";
+  options.driver_environment = Words{"PATH=" + dir.path()};
+  options.trace_path = dir / "trace.json";
+  options.trace_command_line = "driver -j2";
+  std::vector<std::thread::id> hook_threads;
+  options.trace_args = [&hook_threads] {
+    hook_threads.push_back(std::this_thread::get_id());
+    return std::string("\"targets\":[\"a.o\"]");
+  };
+  options.stats_slots = 2;
+  Session session(base, options);
+  REQUIRE(session.trace() != nullptr);
+  REQUIRE(session.statistics() != nullptr);
+  session.run(sh("gcc -o a.o -c a.c"));
+  session.run(sh("gcc -c conftest.c"), true);  // the checks runner records too
+  session.run(sh("lost x"));                   // unstarted: traced, no args hook
+  std::thread([&session] { session.run(sh("gcc -o prog a.o")); }).join();
+
+  // What ran: the launched line (below the launcher); direct exec ran its words below.
+  const std::string launched = dir / "mylauncher" + " gcc -o a.o -c a.c";
+  CHECK(base.seen()[0].command.argv == Words{dir / "mylauncher", "gcc", "-o", "a.o", "-c", "a.c"});
+  CHECK(traced(dir / "trace.json", launched));
+  CHECK(traced(dir / "trace.json", "gcc -c conftest.c"));
+  CHECK(traced(dir / "trace.json", "gcc -o prog a.o"));
+  const std::string text = read_file(dir / "trace.json");
+  CHECK(text.find("\"command\":\"lost x\",\"error\":\"the spawner died\","
+                  "\"stage\":\"spawner_died\"") != std::string::npos);
+  CHECK(text.find("\"command_line\":\"driver -j2\"") != std::string::npos);
+  // The hook: once per command that ran, on the command's thread.
+  REQUIRE(hook_threads.size() == 3);
+  CHECK(hook_threads[0] == std::this_thread::get_id());
+  CHECK(hook_threads[2] != std::this_thread::get_id());
+  std::size_t targets = 0;
+  for (std::size_t at = 0; (at = text.find("\"targets\":[\"a.o\"]", at)) != std::string::npos; ++at)
+    ++targets;
+  CHECK(targets == 3);
+
+  const detail::StatisticsTotals totals = session.statistics()->totals();
+  CHECK(totals.commands == 4);
+  CHECK(totals.unstarted == 1);
+  CHECK(totals.slots == 2);
+  bool longest_launched = false;
+  for (const auto& [seconds, line] : session.statistics()->longest())
+    longest_launched = longest_launched || line == launched;
+  CHECK(longest_launched);
+  CHECK(session.statistics_report("driver").find("driver: statistics\n") == 0);
+}
+
+TEST_CASE("without trace or statistics asked for, the session has neither",
+          "[stack][session]") {
+  FakeLayer base;
+  Session session(base, SessionOptions{});
+  CHECK(session.trace() == nullptr);
+  CHECK(session.statistics() == nullptr);
+  CHECK(session.statistics_report("x").empty());
+  SessionOptions unwritable;
+  unwritable.trace_path = "/nonexistent-dir/trace.json";
+  CHECK_THROWS_AS(Session(base, unwritable), std::system_error);
 }
 
 TEST_CASE("a launcher with shell syntax is refused, a blank one is none", "[stack][session]") {
