@@ -116,9 +116,9 @@ class BuildProgress {
   /// The last build's commands not seen in this one yet: exact key -> how many times.
   std::unordered_map<std::uint64_t, std::uint32_t> unseen_;  // guarded by mutex_
   std::uint64_t unseen_count_ = 0;                    // sum of unseen_; guarded by mutex_
-  /// Durations of this build's finished commands, by program, and all of them (seconds).
+  /// Durations of this build's finished commands, by program (seconds), and their count.
   std::unordered_map<std::uint64_t, std::vector<double>> by_program_;  // guarded by mutex_
-  std::vector<double> finished_s_;                    // guarded by mutex_
+  std::uint64_t timed_ = 0;  // finished commands with a duration (busy_s_ sums them); guarded
   /// The finished commands that had a prediction when they ended (the history's, or
   /// their program's median before them): their durations against their predictions.
   DurationFit fit_;                                   // guarded by mutex_

@@ -32,8 +32,8 @@ struct EtaInput {
   /// Commands still to run that nothing predicts (no history, no command of the same
   /// program finished).
   std::size_t pending_unknown = 0;
-  /// The duration of a typical command of this build (the median of those finished,
-  /// else of the history's): stands in for what nothing predicts. Unset: none known.
+  /// The duration of a typical command of this build (the mean of those finished, else
+  /// the median of the history's): stands in for what nothing predicts. Unset: none known.
   std::optional<double> typical_s;
   /// How much longer the build takes than its commands' durations on the slots (the
   /// slots' idle share so far: BuildProgress::pace): every duration above is multiplied

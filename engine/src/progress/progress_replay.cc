@@ -1,8 +1,10 @@
 #include "engine/src/progress/progress_replay.h"
 
+#include <algorithm>
+
 namespace spawnpool::detail {
 
-ProgressReplay::ProgressReplay(const Recording& recording)
+ProgressReplay::ProgressReplay(const Recording& recording, bool exact_count)
     : recording_(recording),
       progress_(std::make_shared<BuildProgress>(recording.history, 0,
                                                 recording.events.empty() ? 0 : recording.events.front().t)) {
@@ -10,6 +12,7 @@ ProgressReplay::ProgressReplay(const Recording& recording)
     if (event.kind == 'B') commands_run_ = 0;
     if (event.kind == 'S') ++commands_run_;
   }
+  exact_count_ = exact_count;
 }
 
 StatusView ProgressReplay::view_at(std::int64_t t) {
@@ -19,7 +22,11 @@ StatusView ProgressReplay::view_at(std::int64_t t) {
 
 void ProgressReplay::apply(const RecordedEvent& e) {
   switch (e.kind) {
-    case 'B': progress_->begin(e.id, e.t); break;
+    case 'B':
+      progress_->begin(e.id, e.t);
+      submitted_ = 0;
+      if (exact_count_) progress_->set_expected_remaining(commands_run_);
+      break;
     case 'P': progress_->set_slots(static_cast<std::size_t>(e.id), e.flag); break;
     case 'J':
       // The count is not recorded; that there is a jobserver changes the pace (no idle share).
@@ -28,8 +35,14 @@ void ProgressReplay::apply(const RecordedEvent& e) {
       else
         progress_->clear_token_waits(this);
       break;
-    case 'E': progress_->set_expected_remaining(e.count); break;
-    case 'S': ids_[e.id] = progress_->submitted(e.key, std::string()); break;
+    case 'E':
+      if (!exact_count_) progress_->set_expected_remaining(e.count);
+      break;
+    case 'S':
+      ids_[e.id] = progress_->submitted(e.key, std::string());
+      ++submitted_;
+      if (exact_count_) progress_->set_expected_remaining(commands_run_ - std::min(submitted_, commands_run_));
+      break;
     case 'R':
       if (const auto it = ids_.find(e.id); it != ids_.end()) progress_->started(it->second, e.t);
       break;

@@ -18,7 +18,9 @@ namespace spawnpool::detail {
 
 class ProgressReplay {
  public:
-  explicit ProgressReplay(const Recording& recording);
+  /// `exact_count`: the driver's expectations (E events) are replaced by what the build
+  /// really ran after them (to tell the count's share of an ETA's error from the rest).
+  explicit ProgressReplay(const Recording& recording, bool exact_count = false);
 
   /// Feeds the events up to `t` (monotonic ns, not before the last call's) and returns
   /// the view at `t`.
@@ -34,6 +36,8 @@ class ProgressReplay {
   std::size_t next_ = 0;  // the next event to feed
   std::unordered_map<std::uint64_t, std::uint64_t> ids_;  // recorded id -> the replay's
   std::uint64_t commands_run_ = 0;
+  bool exact_count_ = false;
+  std::uint64_t submitted_ = 0;  // since the last begin
 };
 
 }  // namespace spawnpool::detail

@@ -39,7 +39,7 @@ TEST_CASE("the progress counts commands and the driver's expectation", "[progres
   progress.finished(a, false, 2 * kS);
   view = progress.view(3 * kS);
   CHECK(view.done == 1);
-  REQUIRE(view.remaining_s);  // the median of what finished stands in: 2 x 2 s on 2 slots
+  REQUIRE(view.remaining_s);  // the mean of what finished stands in: 2 x 2 s on 2 slots
   CHECK(*view.remaining_s == Approx(2));
   const std::uint64_t b = progress.submitted(key(2), "cc -c b.c");
   progress.finished(b, true, 0);  // never started
@@ -48,6 +48,22 @@ TEST_CASE("the progress counts commands and the driver's expectation", "[progres
   CHECK(last.done == 2);
   CHECK(last.total == 2);  // N = M: what ran
   CHECK(progress.view(9 * kS).total == 2);
+}
+
+TEST_CASE("commands nothing predicts take the mean of those finished, not the median", "[progress]") {
+  // Their durations are summed: a right-skewed mix (1, 1, 1 and 5 s) has a mean of 2 s
+  // for each; its median (1 s) would say half the time.
+  BuildProgress progress(nullptr, 0, 0);
+  progress.set_slots(1, false);
+  for (std::uint64_t n = 1; n <= 4; ++n) {
+    const std::uint64_t id = progress.submitted(key(n, n), "cmd");  // each its own program
+    progress.started(id, 0);
+    progress.finished(id, false, (n == 4 ? 5 : 1) * kS);
+  }
+  progress.set_expected_remaining(3);
+  const StatusView view = progress.view(8 * kS);  // the slot was busy all along
+  REQUIRE(view.remaining_s);
+  CHECK(*view.remaining_s == Approx(3 * 2));
 }
 
 TEST_CASE("a queued command is waiting for memory while a slot is free", "[progress]") {

@@ -6,9 +6,11 @@
 // Beside it the naive elapsed x (M - N) / N with the true M. For tuning the estimator:
 // rebuild this (the spawnpool_eta_replay target) and replay in milliseconds.
 //
-// usage: spawnpool_eta_replay [--trace] RECORDING...
+// usage: spawnpool_eta_replay [--trace] [--exact-count] RECORDING...
 //        spawnpool_eta_replay --at TIMES RECORDING
 //   --trace     also print each build's view at every 5% of its wall time
+//   --exact-count  the driver's count of the commands to come replaced by the truth
+//               (what the count's errors cost the ETA)
 //   --at TIMES  print "t remaining_s" (or "t none") at each monotonic ns time of the file
 //               TIMES (one a line, ascending): the replay's ETA where the live build's
 //               line was sampled, to check that the replay computes what the build did
@@ -48,12 +50,14 @@ std::string percent(const std::optional<double>& x, bool with_sign = false) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool trace = false;
+  bool trace = false, exact_count = false;
   std::string at;
   std::vector<std::string> paths;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--trace") == 0)
       trace = true;
+    else if (std::strcmp(argv[i], "--exact-count") == 0)
+      exact_count = true;
     else if (std::strcmp(argv[i], "--at") == 0 && i + 1 < argc)
       at = argv[++i];
     else
@@ -79,7 +83,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (paths.empty()) {
-    std::fprintf(stderr, "usage: %s [--trace] RECORDING...\n", argv[0]);
+    std::fprintf(stderr, "usage: %s [--trace] [--exact-count] RECORDING...\n", argv[0]);
     return 2;
   }
   std::vector<double> ours[kCount], naive[kCount];
@@ -92,7 +96,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     const double wall_s = static_cast<double>(rec->end_ns - rec->start_ns) / 1e9;
-    ProgressReplay replay(*rec);
+    ProgressReplay replay(*rec, exact_count);
     const double m = static_cast<double>(replay.commands_run());
     std::printf("%s: %.0f commands, %.2f s\n", path.c_str(), m, wall_s);
     std::vector<double> points;

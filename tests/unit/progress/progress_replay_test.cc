@@ -107,6 +107,9 @@ TEST_CASE_METHOD(test::StoreFixture, "a replayed recording gives the views the b
     }
   }
   CHECK(some_estimate);  // the history's durations were replayed, not only the counts
+  ProgressReplay exact(*rec, true);  // the driver's count replaced by what ran
+  CHECK(exact.view_at(rec->start_ns).total == 5);
+  CHECK(exact.view_at(times[3]).total == 5);
   CHECK(views.back().done == 5);
   CHECK(warnings.messages().empty());
 }
