@@ -15,8 +15,9 @@ is passed through as written).
 `BuildStatus` owns one build's progress (the compiled BuildProgress, fed by the pool)
 and, once the build starts, its printer (the compiled StatusPrinter, which owns the
 bottom line).  While it prints, every write to sys.stdout and sys.stderr, every
-command's output (captured, output_sync.py) and every driver message goes through the
-printer, so that no output line is cut or overwritten by the status line.
+command's output (captured by the engine's sync layer, which the session stacks for the
+status line, and printed through output_sync.py) and every driver message goes through
+the printer, so that no output line is cut or overwritten by the status line.
 
 Threading: begin() and finish() on one thread (the driver's main thread); the streams,
 expect() and the counts from any.
