@@ -56,18 +56,27 @@ def installed(tmp_path_factory):
 
 def test_install_layout(installed):
     assert (installed / 'include' / 'spawnpool' / 'pool.h').is_file()
+    assert (installed / 'include' / 'spawnpool' / 'session.h').is_file()
     libdir = next(p.parent for p in installed.rglob('libspawnpool.a'))
     assert (libdir / 'libspawnpool_protocol.a').is_file()
+    assert (libdir / 'libspawnpool_stack.a').is_file()
     assert (libdir / 'cmake' / 'spawnpool' / 'spawnpoolConfig.cmake').is_file()
     spawner = next(installed.rglob('spawnpool-spawner'))
     assert spawner.parent.name == 'spawnpool' and os.access(spawner, os.X_OK)
 
 
-def test_cpp_example(installed, tmp_path):
-    build = tmp_path / 'build'
+@pytest.fixture(scope='module')
+def cpp_examples(installed, tmp_path_factory):
+    """examples/cpp built against the installed (relocated) spawnpool."""
+    build = tmp_path_factory.mktemp('examples') / 'build'
     run(['cmake', '-S', EXAMPLES / 'cpp', '-B', build, '-DCMAKE_BUILD_TYPE=Release',
          '-DCMAKE_PREFIX_PATH=%s' % installed], env=clean_env())
     run(['cmake', '--build', build, '-j2'], env=clean_env())
+    return build
+
+
+def test_cpp_example(installed, cpp_examples, tmp_path):
+    build = cpp_examples
     r = run([build / 'mini_driver'], env=clean_env(), cwd=tmp_path)
     out = r.stdout
     # The relocated spawner, found through the package config, not the configured prefix.
@@ -100,3 +109,98 @@ def test_python_example(tmp_path):
     events = [e for e in json.loads((outdir / 'trace.json').read_text())['traceEvents']
               if e.get('ph') == 'X']
     assert len(events) == 9
+
+
+# A stand-in compiler: `cc -c X.c -o X.o` writes "begin X.o", waits, writes "end X.o" and a
+# warning, and logs when it ran (for the jobserver's bound).
+FAKE_CC = r"""#!/bin/sh
+out=
+while [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done
+echo "start $(date +%s.%N)" >> "$RUNS"
+echo "begin $out"
+sleep 0.3
+echo "end $out"
+echo "warning: in $out" >&2
+echo obj > "$out"
+echo "stop $(date +%s.%N)" >> "$RUNS"
+"""
+LAUNCHER = """#!/bin/sh
+echo "launched: $*" >> launched.log
+exec "$@"
+"""
+
+
+def most_at_once(runs_log):
+    events = []
+    for kind, when in (l.split() for l in runs_log.read_text().splitlines()):
+        events.append((float(when), 1 if kind == 'start' else -1))
+    running = most = 0
+    for _, step in sorted(events, key=lambda e: (e[0], e[1])):
+        running += step
+        most = max(most, running)
+    return most
+
+
+def test_cpp_build_driver_runs_every_feature_under_make(cpp_examples, tmp_path):
+    """examples/cpp/build_driver: the same stack as SCons' (launcher, jobserver, output
+    sync, trace, statistics, memory admission), from a C++ driver run by make -j2."""
+    if shutil.which('make') is None:
+        pytest.skip('no make')
+    work = tmp_path / 'work'
+    (work / 'bin').mkdir(parents=True)
+    cc = work / 'bin' / 'cc'
+    cc.write_text(FAKE_CC)
+    launcher = work / 'launcher.sh'
+    launcher.write_text(LAUNCHER)
+    for script in (cc, launcher):
+        script.chmod(0o755)
+    compiles = ['cc -c f%d.c -o f%d.o' % (i, i) for i in range(4)]
+    (work / 'commands.txt').write_text('\n'.join(compiles + ['---', 'cat f0.o f3.o > app']) + '\n')
+    driver = [cpp_examples / 'build_driver', '-j', '4', '--launcher', launcher,
+              '--output=sync', '--trace', 'trace.json', '--stats', '--memory', '2G',
+              '--history', 'history.db', 'commands.txt']
+    # '+': make hands the recipe its jobserver (make -j2: the implicit slot and one token).
+    (work / 'GNUmakefile').write_text('all:\n\t+%s\n' % ' '.join(map(str, driver)))
+    env = clean_env(PATH='%s:%s' % (work / 'bin', os.environ.get('PATH', '')),
+                    RUNS=str(work / 'runs.log'))
+    env.pop('MAKEFLAGS', None)
+    r = run(['make', '-j2', '-s'], env=env, cwd=work)
+    out = r.stdout
+    assert 'build_driver: 5 commands, 0 failed' in out, out
+    assert (work / 'app').read_text() == 'obj\nobj\n'
+    # The launcher ran each compile, and only those; its summary ends the build.
+    launched = (work / 'launched.log').read_text().splitlines()
+    assert sorted(launched) == sorted('launched: ' + c for c in compiles)
+    assert 'build_driver: launcher.sh: 4 compiles through launcher.sh' in out, out
+    # make -j2 bounds four driver threads to two commands at once.
+    assert most_at_once(work / 'runs.log') == 2
+    # Output sync: each command's lines together, although two ran at once.
+    lines = out.splitlines()
+    for i in range(4):
+        begin = lines.index('begin f%d.o' % i)
+        assert lines[begin + 1] == 'end f%d.o' % i, out
+    assert sorted(l for l in r.stderr.splitlines() if l.startswith('warning: in')) == \
+        ['warning: in f%d.o' % i for i in range(4)]
+    # The statistics, with memory admission's lines.
+    assert 'build_driver: statistics' in out and '5 run, 0 failed' in out, out
+    assert 'memory measured by:' in out, out
+    # The trace: valid JSON, one event per command, each with the line that ran.
+    trace = json.loads((work / 'trace.json').read_text())
+    events = [e for e in trace['traceEvents'] if e.get('ph') == 'X']
+    assert sorted(e['args']['command'] for e in events) == sorted(
+        ['%s %s' % (launcher, c) for c in compiles] + ['cat f0.o f3.o > app'])
+    assert all('peak_memory_mib' in e['args'] for e in events)
+    assert (work / 'history.db').is_file()
+
+
+def test_cpp_build_driver_failure_is_data(cpp_examples, tmp_path):
+    """A failing command and one that cannot start are reported, the next stage does not
+    run, and the exit status says so."""
+    (tmp_path / 'commands.txt').write_text('exit 3\nno-such-program-here\n---\ntouch later\n')
+    r = subprocess.run([str(cpp_examples / 'build_driver'), 'commands.txt'], cwd=tmp_path,
+                       env=clean_env(), capture_output=True, text=True, timeout=TIMEOUT)
+    assert r.returncode == 1, r
+    assert 'build_driver: failed (exit 3): exit 3' in r.stderr
+    assert 'no-such-program-here' in r.stderr
+    assert 'build_driver: 2 commands, 2 failed' in r.stdout
+    assert not (tmp_path / 'later').exists()

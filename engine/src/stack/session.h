@@ -40,40 +40,12 @@
 #include "engine/src/stack/trace_layer.h"
 #include "engine/src/stack/trace_writer.h"
 #include "spawnpool/pool.h"
+#include "spawnpool/session.h"
 
 namespace spawnpool::detail {
 
-struct SessionOptions {
-  /// The compiler launcher as shell text ("distcc", "ccache distcc"); blank: none.
-  std::string launcher;
-  /// Compiler names besides the default ones (compile_classifier.h).
-  std::vector<std::string> compilers;
-  /// Run simple `sh -c` lines as their program (direct_exec.h).
-  bool direct_exec = true;
-  /// Print each passthrough command's output as one block when it ends (sync_layer.h):
-  /// `--output=sync`, and what a status line needs (every output line whole).
-  bool output_sync = false;
-  /// What starts the launcher's messages and summary ("spawnpool", "scons").
-  std::string message_prefix = "spawnpool";
-  /// The driver's environment ("NAME=value"): the launcher is found on its PATH and takes
-  /// its HOME, DISTCC_* ... Unset: the driver's now (current_environment()).
-  std::optional<std::vector<std::string>> driver_environment;
-
-  /// The build trace (trace_writer.h), written to this file (created or truncated); its
-  /// process_name and the build's command line (for the report; "": none). Empty: none.
-  std::string trace_path;
-  std::string trace_process_name = "spawnpool";
-  std::string trace_command_line;
-  /// Or a trace already open (shared; instead of trace_path): a binding opens it early,
-  /// to report an unwritable file before the build starts.
-  std::shared_ptr<TraceWriter> trace;
-  /// More args for each traced command that ran, called on its thread (trace_layer.h).
-  TraceArgs trace_args;
-  /// The statistics (build_statistics.h) for this many slots; unset: none.
-  std::optional<int> stats_slots;
-  /// Or statistics made by the caller (shared; instead of stats_slots).
-  std::shared_ptr<BuildStatistics> statistics;
-};
+// The options are the public API's (spawnpool/session.h): one spec, documented there.
+using SessionOptions = spawnpool::SessionOptions;
 
 class Session {
  public:

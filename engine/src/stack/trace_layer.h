@@ -10,14 +10,12 @@
 #include "engine/src/stack/layer.h"
 #include "engine/src/stack/recorded_line.h"
 #include "engine/src/stack/trace_writer.h"
+#include "spawnpool/session.h"
 
 namespace spawnpool::detail {
 
-/// More args for the event of a command that ran, as JSON object members without the
-/// braces (TraceWriter::add's extra_args), or "". Called on the command's own thread,
-/// after it ran (the SCons plugin: the running action's targets and inputs, which it
-/// keeps per thread). It must not throw.
-using TraceArgs = std::function<std::string()>;
+/// More args for the event of a command that ran (spawnpool/session.h says what).
+using TraceArgs = spawnpool::TraceArgs;
 
 class TraceLayer : public StackedLayer {
  public:

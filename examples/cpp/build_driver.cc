@@ -1,0 +1,189 @@
+// A tiny build driver in C++ on spawnpool's command stack, the one the SCons plugin and
+// `spawnpool run` use: it runs the shell commands of a file, one per line, from -j driver
+// threads, with every feature a build gets there (a compiler launcher for the compiles,
+// make's jobserver, output printed as one block per command, a Chrome trace, the
+// end-of-build statistics, memory admission). A line `---` ends a stage: what follows
+// starts once everything before it has ended (the compiles, then the link).
+//
+//   build_driver [-j N] [--launcher CMD] [--output=sync] [--trace FILE] [--stats]
+//                [--memory BUDGET] [--history FILE] COMMANDS_FILE
+//
+// Under `make` (a recipe line starting with '+'), make's jobserver bounds how many
+// commands run at once: the pool's scheduler takes a token for each command beyond the
+// first, together with its slot and its memory. Exit status: 0 when every command
+// succeeded, 1 when one failed or did not start, 2 for a usage error.
+#include <spawnpool/jobserver.h>
+#include <spawnpool/memory_budget.h>
+#include <spawnpool/pool.h>
+#include <spawnpool/session.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+namespace {
+
+struct Arguments {
+  std::size_t jobs = 2;
+  std::string commands_file;
+  std::string history;
+  spawnpool::MemoryBudget memory = spawnpool::MemoryBudget::off();
+  spawnpool::SessionOptions session;
+};
+
+[[noreturn]] void usage(const char* problem) {
+  std::fprintf(stderr,
+               "build_driver: %s\nusage: build_driver [-j N] [--launcher CMD] "
+               "[--output=sync] [--trace FILE] [--stats] [--memory BUDGET] "
+               "[--history FILE] COMMANDS_FILE\n",
+               problem);
+  std::exit(2);
+}
+
+Arguments parse_arguments(int argc, char** argv) {
+  Arguments args;
+  args.session.message_prefix = "build_driver";
+  bool stats = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage(("missing value after " + arg).c_str());
+      return argv[++i];
+    };
+    if (arg == "-j") {
+      const long jobs = std::strtol(value().c_str(), nullptr, 10);
+      if (jobs < 1) usage("-j needs a number of at least 1");
+      args.jobs = static_cast<std::size_t>(jobs);
+    } else if (arg == "--launcher") {
+      args.session.launcher = value();
+    } else if (arg == "--output=sync") {
+      args.session.output_sync = true;
+    } else if (arg == "--trace") {
+      args.session.trace_path = value();
+    } else if (arg == "--stats") {
+      stats = true;
+    } else if (arg == "--memory") {
+      const std::optional<spawnpool::MemoryBudget> budget = spawnpool::MemoryBudget::parse(value());
+      if (!budget) usage("--memory takes off, auto or a size (4G, 700M)");
+      args.memory = *budget;
+    } else if (arg == "--history") {
+      args.history = value();
+    } else if (!arg.empty() && arg[0] == '-') {
+      usage(("unknown option " + arg).c_str());
+    } else if (args.commands_file.empty()) {
+      args.commands_file = arg;
+    } else {
+      usage("one COMMANDS_FILE only");
+    }
+  }
+  if (args.commands_file.empty()) usage("no COMMANDS_FILE");
+  if (stats) args.session.stats_slots = static_cast<int>(args.jobs);
+  args.session.trace_process_name = "build_driver";
+  return args;
+}
+
+// The commands of each stage, in the file's order.
+std::vector<std::vector<std::string>> read_stages(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  std::vector<std::vector<std::string>> stages(1);
+  for (std::string line; std::getline(in, line);) {
+    if (line == "---") {
+      if (!stages.back().empty()) stages.emplace_back();
+    } else if (line.find_first_not_of(" \t") != std::string::npos) {
+      stages.back().push_back(line);
+    }
+  }
+  return stages;
+}
+
+spawnpool::PoolOptions pool_options(const Arguments& args,
+                                    std::shared_ptr<spawnpool::Jobserver> jobserver) {
+  spawnpool::PoolOptions options;
+  options.slots = args.jobs;
+  options.jobserver = std::move(jobserver);
+  options.memory_budget = args.memory;
+  options.memory_history_path = args.history;
+  // The installed package knows where its spawner is (the prefix may have moved);
+  // $SPAWNPOOL_SPAWNER still wins, as with the built-in default.
+#ifdef SPAWNPOOL_INSTALLED_SPAWNER
+  if (std::getenv("SPAWNPOOL_SPAWNER") == nullptr)
+    options.spawner_path = SPAWNPOOL_INSTALLED_SPAWNER;
+#endif
+  return options;
+}
+
+// A build's commands as `sh -c LINE`, as a build tool's shell actions are: the session's
+// direct exec runs the simple ones without the shell.
+spawnpool::Command shell_command(const std::string& line) {
+  spawnpool::Command command;
+  command.argv = {"/bin/sh", "-c", line};
+  return command;
+}
+
+// One stage: each driver thread takes the next command and runs it through the whole
+// stack; a failing command is its Result, reported and counted, never an exception.
+std::size_t run_all(spawnpool::Session& session, const std::vector<std::string>& lines,
+                    std::size_t threads) {
+  std::atomic<std::size_t> next{0};
+  std::atomic<std::size_t> failed{0};
+  const auto work = [&] {
+    for (std::size_t i; (i = next.fetch_add(1)) < lines.size();) {
+      const spawnpool::Result r = session.run(shell_command(lines[i]));
+      if (r.started() && r.returncode == 0) continue;
+      ++failed;
+      if (!r.started())
+        std::fprintf(stderr, "build_driver: not started: %s: %s\n", lines[i].c_str(),
+                     r.error_message.c_str());
+      else
+        std::fprintf(stderr, "build_driver: failed (exit %d): %s\n", r.returncode,
+                     lines[i].c_str());
+    }
+  };
+  std::vector<std::thread> workers;
+  for (std::size_t t = 1; t < threads; ++t) workers.emplace_back(work);
+  work();
+  for (std::thread& worker : workers) worker.join();
+  return failed.load();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Arguments args = parse_arguments(argc, argv);
+  try {
+    const std::vector<std::vector<std::string>> stages = read_stages(args.commands_file);
+    // Opened first: the descriptors MAKEFLAGS names may be reused later in the process.
+    std::shared_ptr<spawnpool::Jobserver> jobserver = spawnpool::Jobserver::from_environment();
+    if (jobserver) {
+      jobserver->keep_from_commands();
+      if (!jobserver->usable() && jobserver->claim_warning())
+        std::fprintf(stderr, "build_driver: warning: %s\n", jobserver->problem().c_str());
+    }
+    spawnpool::Pool pool(pool_options(args, jobserver));
+    spawnpool::Session session(pool, args.session);
+    std::size_t commands = 0, failed = 0;
+    for (const std::vector<std::string>& stage : stages) {
+      if (failed) break;  // as make without -k: nothing after a failed stage
+      commands += stage.size();
+      failed += run_all(session, stage, args.jobs);
+    }
+    session.finish();
+    std::fputs(session.report().c_str(), stdout);
+    std::printf("build_driver: %zu commands, %zu failed\n", commands, failed);
+    return failed ? 1 : 0;
+  } catch (const std::invalid_argument& e) {  // a launcher that is not a plain command
+    std::fprintf(stderr, "build_driver: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {  // no pool (spawner missing), trace unwritable...
+    std::fprintf(stderr, "build_driver: %s\n", e.what());
+    return 1;
+  }
+}
