@@ -180,6 +180,7 @@ class PySession {
 
   py::object run(py::handle command_object, bool checks) {
     spawnpool::Command command = to_command(command_object);
+    const spawnpool::OutputMode output = command.output;
     spawnpool::detail::PreparedCommand prepared = session_->prepare(std::move(command));
     prepared.local = to_submit_options(command_object).local;
     std::optional<py::error_already_set> raised;
@@ -199,9 +200,10 @@ class PySession {
     }
     PyEval_RestoreThread(saved);
     if (raised) throw std::move(*raised);
-    // In the form it ran: a command the sync layer captured keeps its bytes for stack.py's
-    // Recorded (the trace takes a failed command's output).
-    return to_python(r, prepared.command.output);
+    // In the caller's form: a command it let print was printed (the sync layer's block, a
+    // distcc compile's), so its bytes, which the trace has read, are not converted.
+    if (output == spawnpool::OutputMode::kPassthrough) r.captured = false;
+    return to_python(r, output);
   }
 
   /// Puts the layers on another base (no command may be running).

@@ -150,6 +150,19 @@ def read_trace(path):
     return [e for e in data['traceEvents'] if e.get('cat') == 'command']
 
 
+def test_sync_output_and_the_trace_both_get_a_failed_commands_output(tmp_path):
+    """The sync layer prints the block and leaves the bytes to the trace above it (the
+    report shows a failed command's output); the console gets the block once."""
+    cmds = write_lines(tmp_path / 'cmds', ['echo boom; echo bang >&2; exit 3'])
+    trace = tmp_path / 'trace.json'
+    rc, out, _ = spawnpool_run(['--output=sync', '--trace=%s' % trace, str(cmds)], tmp_path,
+                               merged=True)
+    assert rc == 1
+    assert out.splitlines()[:2] == ['boom', 'bang'], out
+    [event] = read_trace(trace)
+    assert event['args']['output'] == 'boom\nbang\n'
+
+
 def test_trace_has_one_event_per_command(tmp_path):
     cmds = write_lines(tmp_path / 'cmds', ['sleep 0.05', 'exit 3', 'true', 'echo x'])
     trace = tmp_path / 'trace.json'
