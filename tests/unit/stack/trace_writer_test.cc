@@ -32,15 +32,10 @@ using detail::TraceWriter;
 constexpr std::int64_t kMs = 1000000;
 constexpr std::int64_t kMiB = 1 << 20;
 
-std::string temporary_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() /
-          ("spawnpool-trace-test-" + std::to_string(::getpid()) + "-" + name))
-      .string();
-}
-
-struct RemoveOnExit {
-  std::string path;
-  ~RemoveOnExit() { std::filesystem::remove(path); }
+// A trace file in a directory of its own, removed with it.
+struct TraceFile {
+  TempDir dir;
+  const std::string path = dir / "trace.json";
 };
 
 Result ran(int slot, std::int64_t base, int returncode = 0) {
@@ -132,7 +127,7 @@ std::vector<boost::json::object> events(const std::string& path, std::string_vie
 }
 
 TEST_CASE("the trace is valid JSON after every event, with trace.py's fields") {
-  const RemoveOnExit file{temporary_path("fields.json")};
+  const TraceFile file;
   TraceWriter trace(file.path);
   CHECK(events(file.path, "X").empty());
   const std::int64_t base = trace.origin_ns();
@@ -181,7 +176,7 @@ TEST_CASE("the trace is valid JSON after every event, with trace.py's fields") {
 }
 
 TEST_CASE("the trace has what the report reads: build line, memory, output, extra args") {
-  const RemoveOnExit file{temporary_path("report.json")};
+  const TraceFile file;
   TraceWriter trace(file.path, "scons", "scons -j2 x");
   const std::int64_t base = trace.origin_ns();
   Result memory = ran(1, base);
@@ -247,7 +242,7 @@ TEST_CASE("the trace has what the report reads: build line, memory, output, extr
 }
 
 TEST_CASE("the trace from 4 threads at once holds every event, valid") {
-  const RemoveOnExit file{temporary_path("threads.json")};
+  const TraceFile file;
   TraceWriter trace(file.path);
   constexpr int kThreads = 4, kEach = 1000;
   std::vector<std::thread> threads;
@@ -276,7 +271,7 @@ void keep_message(std::string_view text) { g_messages += text; }
 void keep_block(std::string_view, std::string_view) {}
 
 TEST_CASE("a full disk stops the trace with one message and leaves a valid file") {
-  const RemoveOnExit file{temporary_path("full.json")};
+  const TraceFile file;
   TraceWriter trace(file.path);
   for (int i = 0; i < 3; ++i) trace.add(ran(0, trace.origin_ns()), "before");
   // RLIMIT_FSIZE (which root has too): writing past it fails with EFBIG, as the file
@@ -326,7 +321,8 @@ TEST_CASE("a trace that cannot be written at all is an error at creation") {
     CHECK(e.code().value() == ENOSPC);
   }
   try {
-    TraceWriter trace(temporary_path("no-such-dir") + "/t.json");
+    TempDir dir;
+    TraceWriter trace(dir / "no-such-dir/t.json");
     FAIL("a trace in a missing directory");
   } catch (const std::system_error& e) {
     CHECK(e.code().value() == ENOENT);
