@@ -209,9 +209,9 @@ def _after_setup_sig_handler():
     if settings.trace or settings.report:       # the report's critical path
         from spawnpool_scons import action_nodes
         action_nodes.install(_MARK)
-    if settings.wants_gate or _jobserver is not None and settings.jobserver:
+    if settings.commands_may_wait(_jobserver):     # the pool looks at the watch's pipe
         watching = _watch.fd is not None
-        _watch.start()      # the pool looks for a stop signal before each start
+        _watch.start()
         if not watching and _watch.fd is not None and _pool is not None:
             # Made before it, for Configure checks: the next spawn makes one with its pipe.
             _stale, _slots = True, 0

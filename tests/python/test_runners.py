@@ -430,3 +430,18 @@ def test_pool_memory_budget_values(tmp_path):
         assert r.returncode == 0 and r.predicted_peak_bytes > 0
         assert r.memory_source in ("cgroup", "cgroup_sampled", "rusage")  # sampled: v2 < 5.19
     assert history.is_file()
+
+
+@pytest.mark.parametrize('values, jobserver, waits', [
+    ({}, None, False),                           # slots only: nothing to wait for
+    ({'memory': 'auto'}, None, True),            # memory admission holds commands back
+    ({'memory': 'off'}, None, False),
+    ({'launcher': 'distcc'}, None, True),        # local slots
+    ({'local': 2}, None, True),
+    ({}, object(), True),                        # make's tokens
+    ({'jobserver': 'no'}, object(), False),      # make's, but not shared
+])
+def test_commands_may_wait_is_every_kind_of_admission_wait(values, jobserver, waits):
+    """The front ends start their signal watch when this is true (a stop signal must not
+    let a waiting command start before the handler has run): memory waits count too."""
+    assert options.Settings(**values).commands_may_wait(jobserver) is waits

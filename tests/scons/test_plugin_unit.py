@@ -267,8 +267,8 @@ def test_a_pool_made_before_the_watch_is_made_again_with_its_pipe(monkeypatch,
     scons = fake_scons(monkeypatch, 'taskmaster', option_on=True)
     copy = fresh_plugin()
     copy.enable()
-    settings = types.SimpleNamespace(trace=None, report=None, wants_gate=True,
-                                     jobserver=True)
+    settings = types.SimpleNamespace(trace=None, report=None, jobserver=True,
+                                     commands_may_wait=lambda jobserver: True)
     monkeypatch.setattr(copy, '_session', types.SimpleNamespace(settings=settings))
     monkeypatch.setattr(copy, '_watch', FakeWatch(7 if watching_before else None))
     copy._stale, copy._pool, copy._slots = False, object(), 1

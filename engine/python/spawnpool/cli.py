@@ -126,8 +126,8 @@ def run_command(args):
             return 2
         try:
             from . import Pool          # the compiled module: ImportError when unusable
-            if session.jobserver is not None or session.local_slots:
-                watch.start()   # commands may wait: the pool looks at its pipe first
+            if settings.commands_may_wait(session.jobserver):
+                watch.start()   # the pool looks at its pipe before each start
             pool = Pool(slots=args.jobs, **session.pool_options('%s: warning: ' % _PROG))
         except (OSError, RuntimeError, ImportError, ValueError) as e:
             sys.stderr.write('%s: cannot start the pool: %s\n' % (_PROG, e))

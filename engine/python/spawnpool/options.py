@@ -118,10 +118,13 @@ class Settings:
     def flag(self, name):
         return self.flag_prefix + name
 
-    @property
-    def wants_gate(self):
-        """Whether commands may wait for a local slot (a jobserver is known later)."""
-        return bool(self.launcher or self.local is not None)
+    def commands_may_wait(self, jobserver):
+        """Whether a command may wait to start while a slot is free: for a local slot (a
+        launcher, --local), for memory, or for a token of `jobserver` (make's, or None).
+        A front end then starts its signal watch (interrupts.py): a stop signal must start
+        no waiting command before its handler has run."""
+        return bool(self.launcher or self.local is not None or self.memory_on
+                    or jobserver is not None and self.jobserver)
 
     @property
     def memory_on(self):
