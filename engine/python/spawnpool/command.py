@@ -22,7 +22,7 @@ import os
 import types
 
 __all__ = ['Command', 'Result', 'SpawnError', 'SpawnerDied', 'spawn_error',
-           'PASSTHROUGH', 'CAPTURE', 'CAPTURE_MERGED', 'STAGES', 'shell_line']
+           'PASSTHROUGH', 'CAPTURE', 'CAPTURE_MERGED', 'STAGES']
 
 #: Output modes (C++ OutputMode): the command writes to this process's stdout/stderr;
 #: both are captured into Result.stdout/stderr; stderr is captured into stdout, in the
@@ -78,13 +78,6 @@ def _absolute(cwd):
     if isinstance(cwd, bytes):
         return cwd if cwd[:1] == b'/' else os.path.join(os.getcwdb(), cwd)
     return cwd if cwd[:1] == '/' else os.path.join(_getcwd(), cwd)
-
-
-def shell_line(argv):
-    """The line of ``[sh, '-c', line]``, else the words joined (for messages and traces)."""
-    if len(argv) == 3 and argv[1] == '-c':
-        return argv[2]
-    return ' '.join(map(str, argv))
 
 
 class Result(types.SimpleNamespace):
