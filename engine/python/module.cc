@@ -76,6 +76,10 @@ void bind_progress(py::module_& m) {
            })
       .def("last_build", &BuildProgress::last_build,
            "(commands, units) of the last build of these targets; (0, 0): none known")
+      .def("set_unit_kinds", &BuildProgress::set_unit_kinds, py::arg("kinds"),
+           "The driver's account of its units by kind, kept with the build's shape as given")
+      .def("last_build_kinds", &BuildProgress::last_build_kinds,
+           "The last build's account of its units by kind, as its driver gave it; '': none")
       .def("view", [](const BuildProgress& progress) {
              const StatusView v = progress.view(spawnpool::detail::monotonic_ns());
              py::dict d;

@@ -54,6 +54,7 @@ _decided = None             # None: the option's value may still change; then Tr
 _given_up = False           # stock spawning for good
 _exit_registered = False
 _line_wanted = None         # None: not asked yet; then whether a status line is on
+_task_commands = None       # progress.task_commands once the count follows the build
 
 # --- set once by enable() ------------------------------------------------------------
 _enabled = False
@@ -78,7 +79,7 @@ def enable():
     Call it from a ``site_init.py`` (or any time before the build starts); calling it
     from both ``~/.scons/site_scons`` and a project's ``site_scons`` is fine.
     """
-    global _enabled, _debug, _posix, _parser, _top_dir
+    global _enabled, _debug, _posix, _parser, _top_dir, _task_commands
     if _enabled:
         return
     import SCons.Script.Main as scons_main
@@ -110,6 +111,7 @@ def enable():
         if build_task is not None and options is not None:
             from . import progress
             progress.install(build_task, _status_session)
+            _task_commands = progress.task_commands
 
 
 def find_hooks():
@@ -352,6 +354,8 @@ def _pool_exec_subprocess(l, env):
     if session is None:
         return _stock_exec_subprocess(l, env)
     command = _Command(l, env)
+    if _task_commands is not None:
+        _task_commands.ran += 1     # the count's commands per unit (progress.py)
     result = session.runner.run(command)
     if result.failure is None:
         if result.oom_killed:
@@ -367,6 +371,8 @@ def _pool_exec_popen3(l, env, stdout, stderr):
     if session is None:
         return _stock_exec_popen3(l, env, stdout, stderr)
     from spawnpool import popen_style
+    if _task_commands is not None:
+        _task_commands.ran += 1
     result = popen_style.call(session.checks_runner, l, env, stdout, stderr)
     if result.failure is None:
         if result.oom_killed:

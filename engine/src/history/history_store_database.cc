@@ -28,15 +28,20 @@ constexpr const char* kCreateBuilds =
     "  targets_key INTEGER PRIMARY KEY,"  // hash of the build's targets (the embedder's)
     "  exact_keys BLOB NOT NULL,"         // the commands' exact keys, 8 bytes each
     "  units INTEGER NOT NULL,"           // what the driver built with them (0: unknown)
-    "  last_used INTEGER NOT NULL);";
+    "  last_used INTEGER NOT NULL,"
+    "  kinds TEXT NOT NULL DEFAULT '');";  // schema 3: the driver's units by kind
+
+// Schema 2 to 3: the builds keep their rows, with no kinds.
+constexpr const char* kAddKinds = "ALTER TABLE builds ADD COLUMN kinds TEXT NOT NULL DEFAULT '';";
 
 // Builds kept; beyond it the least recently used go (one per set of targets).
 constexpr int kMaxBuilds = 64;
 
 constexpr const char* kUpsertBuild =
-    "INSERT INTO builds (targets_key, exact_keys, units, last_used) VALUES (?1, ?2, ?3, ?4)"
+    "INSERT INTO builds (targets_key, exact_keys, units, last_used, kinds) VALUES (?1, ?2, ?3, ?4, ?5)"
     " ON CONFLICT (targets_key) DO UPDATE SET"
-    "  exact_keys = excluded.exact_keys, units = excluded.units, last_used = excluded.last_used";
+    "  exact_keys = excluded.exact_keys, units = excluded.units, last_used = excluded.last_used,"
+    "  kinds = excluded.kinds";
 
 // The larger of the new peak and 3/4 of the old, the duration 3/4 new and 1/4 old: see
 // HistoryDatabase::write. A run that measured nothing (0) leaves the old value alone.
@@ -136,12 +141,17 @@ HistoryStatus check_schema(sqlite3* db, const std::string& path, bool& fresh,
   return HistoryStatus::kUnusable;
 }
 
+// The file's schema version (0: none, or unreadable).
+std::int64_t schema_version(sqlite3* db) {
+  std::int64_t version = 0;
+  return query_int(db, "PRAGMA user_version", version) == SQLITE_OK ? version : 0;
+}
+
 // Whether the file holds a schema older than ours (it is read as it is; writing needs
 // the migration).
 bool older_schema(sqlite3* db) {
-  std::int64_t version = 0;
-  return query_int(db, "PRAGMA user_version", version) == SQLITE_OK && version > 0 &&
-         version < HistoryDatabase::kSchemaVersion;
+  const std::int64_t version = schema_version(db);
+  return version > 0 && version < HistoryDatabase::kSchemaVersion;
 }
 
 // Creates the schema unless another process did it first (checked again under the lock).
@@ -174,13 +184,14 @@ HistoryStatus create_schema(sqlite3* db, const std::string& path, std::string& p
   return status;
 }
 
-// Schema 1 to 2: the builds table (peaks of 0 need no change: the column was NOT NULL
-// and stays so). Under the write lock, checked again there: another process may have
-// migrated first.
+// Schema 1 to 3: the builds table (peaks of 0 need no change: the column was NOT NULL
+// and stays so); 2 to 3: the builds' kinds column. Under the write lock, checked again
+// there: another process may have migrated first.
 HistoryStatus migrate_schema(sqlite3* db, const std::string& path, std::string& problem) {
   int code = exec(db, "BEGIN IMMEDIATE");
   if (code == SQLITE_OK && older_schema(db)) {
-    const std::string migrate = std::string(kCreateBuilds) + "PRAGMA user_version = " +
+    const std::string migrate = std::string(schema_version(db) < 2 ? kCreateBuilds : kAddKinds) +
+                                "PRAGMA user_version = " +
                                 std::to_string(HistoryDatabase::kSchemaVersion) + ";";
     code = exec(db, migrate.c_str());
   }
@@ -191,11 +202,13 @@ HistoryStatus migrate_schema(sqlite3* db, const std::string& path, std::string& 
   return status_of(code);
 }
 
-// The builds' shapes (a schema 1 file has none).
+// The builds' shapes (a schema 1 file has none; a schema 2 file's have no kinds).
 HistoryStatus load_builds(sqlite3* db, const std::string& path, HistorySnapshot& snapshot,
                           std::string& problem) {
-  if (older_schema(db)) return HistoryStatus::kOk;
-  Statement rows(db, "SELECT targets_key, exact_keys, units FROM builds");
+  const std::int64_t version = schema_version(db);
+  if (version < 2) return HistoryStatus::kOk;
+  Statement rows(db, version < 3 ? "SELECT targets_key, exact_keys, units, '' FROM builds"
+                                 : "SELECT targets_key, exact_keys, units, kinds FROM builds");
   while (rows.step()) {
     const auto* data = static_cast<const unsigned char*>(sqlite3_column_blob(rows.get(), 1));
     const int bytes = sqlite3_column_bytes(rows.get(), 1);
@@ -204,6 +217,8 @@ HistoryStatus load_builds(sqlite3* db, const std::string& path, HistorySnapshot&
     if (data && !shape.exact_keys.empty())
       std::memcpy(shape.exact_keys.data(), data, shape.exact_keys.size() * 8);
     shape.units = static_cast<std::uint64_t>(std::max<sqlite3_int64>(sqlite3_column_int64(rows.get(), 2), 0));
+    if (const auto* kinds = reinterpret_cast<const char*>(sqlite3_column_text(rows.get(), 3)))
+      shape.kinds.assign(kinds, static_cast<std::size_t>(sqlite3_column_bytes(rows.get(), 3)));
     snapshot.add_build(static_cast<std::uint64_t>(sqlite3_column_int64(rows.get(), 0)),
                        std::move(shape));
   }
@@ -432,6 +447,8 @@ HistoryStatus HistoryDatabase::write(const std::vector<HistoryRecord>& batch,
                         keys.size() * 8, SQLITE_STATIC);
     sqlite3_bind_int64(upsert_build_, 3, static_cast<sqlite3_int64>(build.shape.units));
     sqlite3_bind_int64(upsert_build_, 4, build.used_at_ms);
+    sqlite3_bind_text64(upsert_build_, 5, build.shape.kinds.data(), build.shape.kinds.size(),
+                        SQLITE_STATIC, SQLITE_UTF8);
     code = sqlite3_step(upsert_build_);
     sqlite3_reset(upsert_build_);
     if (code != SQLITE_DONE) return fail(code, "writing a build", problem);

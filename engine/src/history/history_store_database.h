@@ -66,7 +66,9 @@ class HistoryDatabase {
   /// marked as ours by `PRAGMA application_id` (kApplicationId).
   /// 2: durations of commands without a peak, and the builds table (issue 18); a
   /// schema 1 file is migrated when opened for writing.
-  static constexpr int kSchemaVersion = 2;
+  /// 3: the builds' kinds (the driver's account of its units by kind); a schema 2 file
+  /// is migrated when opened for writing (its builds get none) and read as it is.
+  static constexpr int kSchemaVersion = 3;
   static constexpr std::int32_t kApplicationId = 0x53504d48;  // "SPMH"
 
   /// Opens the store at `path` (creating it and missing parent directories), switches it

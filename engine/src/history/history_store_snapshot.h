@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -23,6 +24,9 @@ struct BuildShape {
   std::vector<std::uint64_t> exact_keys;
   /// What the driver built with them, in its own units (SCons: builder calls); 0: unknown.
   std::uint64_t units = 0;
+  /// The driver's own account of those units by kind, kept as it gave it (the SCons
+  /// plugin: a line `SUFFIX UNITS COMMANDS` per kind of target); empty: none.
+  std::string kinds;
 };
 
 class HistorySnapshot {

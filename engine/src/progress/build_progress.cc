@@ -108,11 +108,14 @@ void BuildProgress::begin_locked(std::uint64_t targets_key, std::int64_t now_ns)
   first_started_ns_ = 0;
   ran_.clear();
   units_built_ = 0;
+  unit_kinds_.clear();
   last_build_ = {0, 0};
+  last_build_kinds_.clear();
   final_.reset();
   if (targets_key_ == 0) return;
   if (const BuildShape* last = snapshot_->find_build(targets_key_)) {
     last_build_ = {last->exact_keys.size(), last->units};
+    last_build_kinds_ = last->kinds;
     for (const std::uint64_t key : last->exact_keys) ++unseen_[key];
     unseen_count_ = last->exact_keys.size();
   }
@@ -149,6 +152,16 @@ void BuildProgress::set_units_built(std::uint64_t units) {
 std::pair<std::uint64_t, std::uint64_t> BuildProgress::last_build() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return last_build_;
+}
+
+void BuildProgress::set_unit_kinds(std::string kinds) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  unit_kinds_ = std::move(kinds);
+}
+
+std::string BuildProgress::last_build_kinds() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return last_build_kinds_;
 }
 
 void BuildProgress::set_expected_remaining(std::optional<std::uint64_t> commands) {
@@ -343,7 +356,7 @@ StatusView BuildProgress::finish(std::int64_t now_ns) {
   last.longest_running.clear();
   final_ = last;
   if (recorder_) recorder_->finish(now_ns);
-  if (history_ && targets_key_ != 0) history_->record_build(targets_key_, BuildShape{ran_, units_built_});
+  if (history_ && targets_key_ != 0) history_->record_build(targets_key_, BuildShape{ran_, units_built_, unit_kinds_});
   return last;
 }
 

@@ -73,6 +73,11 @@ class BuildProgress {
   void set_units_built(std::uint64_t units);
   /// The last build of these targets: its commands and units (0, 0: none known).
   std::pair<std::uint64_t, std::uint64_t> last_build() const;
+  /// The driver's account of its units by kind, kept with the build's shape as given
+  /// (BuildShape::kinds; not in a recording: a replay does not count units).
+  void set_unit_kinds(std::string kinds);
+  /// The last build's account by kind ("": none known).
+  std::string last_build_kinds() const;
 
   /// It got a slot, at `now_ns`.
   void started(std::uint64_t id, std::int64_t now_ns);
@@ -129,6 +134,8 @@ class BuildProgress {
   double pace(std::int64_t now_ns, double running_s) const;  // mutex_ held
   std::vector<std::uint64_t> ran_;                    // exact keys, in submission order
   std::uint64_t units_built_ = 0;                     // guarded by mutex_
+  std::string unit_kinds_;                            // guarded by mutex_
+  std::string last_build_kinds_;                      // guarded by mutex_
   std::pair<std::uint64_t, std::uint64_t> last_build_;  // guarded by mutex_
   std::optional<StatusView> final_;                   // set by finish(); guarded
   std::unique_ptr<ProgressRecorder> recorder_;        // null: not recording; guarded

@@ -114,7 +114,7 @@ TEST_CASE_METHOD(test::StoreFixture, "a build's shape comes back at the next ope
     HistoryStore store(path, fast_options(), warnings.sink());
     store.record_build(11, BuildShape{{1, 2, 3}});
     store.record_build(22, BuildShape{{4}});
-    store.record_build(11, BuildShape{{1, 2, 3, 5}, 3});  // replaces the pending one
+    store.record_build(11, BuildShape{{1, 2, 3, 5}, 3, "o 2 2\na 1 2\n"});  // replaces the pending one
     CHECK(store.flush());
     store.record_build(22, BuildShape{{}});  // a build that ran nothing
   }
@@ -123,8 +123,10 @@ TEST_CASE_METHOD(test::StoreFixture, "a build's shape comes back at the next ope
   REQUIRE(snapshot->find_build(11));
   CHECK(snapshot->find_build(11)->exact_keys == std::vector<std::uint64_t>{1, 2, 3, 5});
   CHECK(snapshot->find_build(11)->units == 3);
+  CHECK(snapshot->find_build(11)->kinds == "o 2 2\na 1 2\n");
   REQUIRE(snapshot->find_build(22));
   CHECK(snapshot->find_build(22)->exact_keys.empty());
+  CHECK(snapshot->find_build(22)->kinds.empty());
   CHECK_FALSE(snapshot->find_build(33));
   CHECK(warnings.messages().empty());
 }
@@ -144,9 +146,35 @@ TEST_CASE_METHOD(test::StoreFixture, "a schema 1 store is migrated, its rows kep
     CHECK(store.snapshot()->find_exact(5)->duration_ns == 900);
     store.record_build(1, BuildShape{{5}});
   }
-  CHECK(sql(path, "PRAGMA user_version") == "2");
+  CHECK(sql(path, "PRAGMA user_version") == "3");
   CHECK(sql(path, "SELECT count(*) FROM builds") == "1");
   CHECK(sql(path, "SELECT runs FROM commands WHERE exact_key = 5") == "3");
+  CHECK(warnings.messages().empty());
+}
+
+TEST_CASE_METHOD(test::StoreFixture, "a schema 2 store is migrated, its builds kept without kinds", "[history][schema]") {
+  REQUIRE(sql(path,
+              "CREATE TABLE commands (exact_key INTEGER PRIMARY KEY, fallback_key INTEGER,"
+              " peak_bytes INTEGER NOT NULL, duration_ns INTEGER NOT NULL, runs INTEGER NOT NULL,"
+              " last_used INTEGER NOT NULL);"
+              "CREATE INDEX commands_by_last_used ON commands(last_used);"
+              "CREATE TABLE builds (targets_key INTEGER PRIMARY KEY, exact_keys BLOB NOT NULL,"
+              " units INTEGER NOT NULL, last_used INTEGER NOT NULL);"
+              "INSERT INTO commands VALUES (5, 50, 0, 900, 3, 1000);"
+              "INSERT INTO builds VALUES (7, x'0500000000000000', 1, 1000);"
+              "PRAGMA application_id = 1397771592; PRAGMA user_version = 2;") == "");
+  {
+    HistoryStore store(path, fast_options(), warnings.sink());
+    REQUIRE(store.open_status() == HistoryStatus::kOk);
+    REQUIRE(store.snapshot()->find_build(7));
+    CHECK(store.snapshot()->find_build(7)->exact_keys == std::vector<std::uint64_t>{5});
+    CHECK(store.snapshot()->find_build(7)->units == 1);
+    CHECK(store.snapshot()->find_build(7)->kinds.empty());
+    store.record_build(8, BuildShape{{5}, 1, "o 1 1\n"});
+  }
+  CHECK(sql(path, "PRAGMA user_version") == "3");
+  CHECK(sql(path, "SELECT kinds FROM builds WHERE targets_key = 7") == "");
+  CHECK(sql(path, "SELECT kinds FROM builds WHERE targets_key = 8") == "o 1 1\n");
   CHECK(warnings.messages().empty());
 }
 
