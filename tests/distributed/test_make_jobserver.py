@@ -131,9 +131,12 @@ def test_ctrl_c_under_make_starts_nothing_more(pool_module, tmp_path):
         try:
             out, err = proc.communicate(timeout=30)
         except subprocess.TimeoutExpired:
+            # What was still there (make, scons, a spawner, a command), for the failure.
+            left = scons_e2e.describe_pids(scons_e2e.session_members(proc.pid))
             kill_session(proc.pid)
             out, err = proc.communicate()
-            pytest.fail('make/scons did not stop after SIGINT:\n%s\n%s' % (out, err))
+            pytest.fail('make/scons did not stop after SIGINT; still running:\n%s\n%s\n%s'
+                        % (left, out, err))
         elapsed = time.monotonic() - t0
         left = wait_session_empty(proc.pid)
         kill_session(proc.pid)
