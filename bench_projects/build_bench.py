@@ -12,7 +12,9 @@ that make the variants are generated into the copy, never into the plugin):
             processes fed by pickle over pipes (spawn_bench/pickle_spawner.py)
   pool      scons --process-spawner (scons_plugin/, spawnpool)
   poolsh    the same with --process-spawner-direct-exec=no (every command via sh -c)
-  poolnocpu the same with --process-spawner-same-cpu-handoff=no (no same-CPU hint)
+  poolnocpu the same with --process-spawner-same-cpu-handoff=no (no same-CPU hint: the
+            default since the run of 2026-12-03; the variant names it explicitly)
+  poolcpu   the same with --process-spawner-same-cpu-handoff=yes (the same-CPU hint)
   pool2g    --process-spawner with the same 2 GiB driver as fork2g
   make      make -jN on the tree's Makefile
 
@@ -163,6 +165,13 @@ VARIANTS = {
                                  "(docs/architecture.md, \"The CPU hint\").",
                   "site_init": POOL, "pool": True,
                   "args": ["--process-spawner-same-cpu-handoff=no"]},
+    "poolcpu": {"label": "--process-spawner, same-CPU hand-off", "short": "pool hint",
+                "description": "as `--process-spawner`, with "
+                               "`--process-spawner-same-cpu-handoff=yes`: each wake-up pins "
+                               "the woken spawner or driver thread to the waker's CPU, and a "
+                               "command starts there (the default until 2026-12-03).",
+                "site_init": POOL, "pool": True,
+                "args": ["--process-spawner-same-cpu-handoff=yes"]},
     "pool2g": {"label": "--process-spawner, 2 GiB driver", "short": "pool 2 GiB",
                "description": "as `--process-spawner`, with the same 2 GiB of touched "
                               "memory in the driver as the fork variant.",
@@ -172,7 +181,7 @@ VARIANTS = {
                             "spawns with posix_spawn).",
              "site_init": None, "pool": False},
 }
-DEFAULT_VARIANTS = ["stock", "fork2g", "pickle", "pool", "poolsh", "poolnocpu", "pool2g", "make"]
+DEFAULT_VARIANTS = ["stock", "fork2g", "pickle", "pool", "poolsh", "poolcpu", "pool2g", "make"]
 
 
 def generate_tree(args, dest):

@@ -763,9 +763,9 @@ def render(spawn, build, img_rel, images, command, pythons=None):
                     "spawner with the request, spawner → driver with the reply) to what the "
                     "floor does. This diagnostic times the pool's round trip with no process "
                     "started (a program name not on PATH: the spawner answers at once), and "
-                    "a real command next to the floor: first the pool as shipped, whose "
-                    "hand-offs pin the side they wake to the waker's CPU; then a "
-                    "pool without that hint (`same_cpu_handoff=False`), with the driver and "
+                    "a real command next to the floor: first a pool whose hand-offs pin "
+                    "the side they wake to the waker's CPU (`same_cpu_handoff=True`); then "
+                    "the pool as shipped, without that hint, with the driver and "
                     "the spawner left to the scheduler, pinned together to one vCPU, and "
                     "pinned to two different vCPUs:", "", ho, "",
                     "A wake-up sent to another vCPU that is idle costs tens of microseconds "

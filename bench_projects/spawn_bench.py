@@ -281,16 +281,17 @@ def run_interleaved(methods, batch, group, active):
 def run_handoff(methods, batch):
     """Diagnostic: the pool's driver<->spawner round trip alone (a command whose program
     is not on PATH: the spawner answers without starting a process), and a real command.
-    The pool as shipped (each hand-off pins the side it wakes to the waker's CPU, see
-    docs/architecture.md "The CPU hint") runs beside a pool without that hint, with the
-    driver and the spawner left to the scheduler, pinned to one CPU, and pinned to two
-    different CPUs. The floor runs pinned like the driver. On a VM whose idle vCPUs halt,
+    A pool with the same-CPU hint (each hand-off pins the side it wakes to the waker's
+    CPU, see docs/architecture.md "The CPU hint") runs beside the pool as shipped, without
+    it: the driver and the spawner left to the scheduler, pinned to one CPU, and pinned
+    to two different CPUs. The floor runs pinned like the driver. On a VM whose idle vCPUs halt,
     a wake-up sent to another (halted) vCPU costs far more than one on the waker's."""
     import spawnpool
     cpus = sorted(os.sched_getaffinity(0))
     unhinted = spawnpool.Pool(slots=1, same_cpu_handoff=False)
-    placements = [("same-CPU hand-off (default)", methods.pool, None, None),
-                  ("scheduler's choice", unhinted, None, None),
+    hinted = spawnpool.Pool(slots=1, same_cpu_handoff=True)
+    placements = [("same-CPU hand-off", hinted, None, None),
+                  ("scheduler's choice (default)", unhinted, None, None),
                   ("one CPU", unhinted, cpus[0], cpus[0])]
     if len(cpus) > 1:
         placements.append(("two CPUs", unhinted, cpus[0], cpus[1]))
@@ -325,6 +326,7 @@ def run_handoff(methods, batch):
     finally:
         os.sched_setaffinity(0, set(cpus))
         unhinted.close()
+        hinted.close()
     return records
 
 

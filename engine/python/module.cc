@@ -194,7 +194,7 @@ PYBIND11_MODULE(_spawnpool, m) {
                     py::handle, std::string, std::shared_ptr<spawnpool::Jobserver>,
                     std::size_t, int, py::handle>(),
            py::arg("slots"), py::arg("spawner"), py::arg("output_chunk_bytes") = std::size_t{1} << 20,
-           py::arg("same_cpu_handoff") = true, py::arg("memory_budget") = py::none(),
+           py::arg("same_cpu_handoff") = false, py::arg("memory_budget") = py::none(),
            py::arg("history") = py::none(), py::arg("cgroup_parent") = py::none(),
            py::arg("warning_prefix") = "spawnpool: warning: ",
            py::arg("jobserver") = py::none(), py::arg("local_slots") = 0,

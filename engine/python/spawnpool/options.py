@@ -86,8 +86,8 @@ OPTIONS = (
            'a directory: memory-history.sqlite in it), kept with memory admission or a status '
            'line; off: none', metavar='PATH|off'),
     Option('same-cpu-handoff', 'choice', "wake each spawner on the submitting thread's CPU "
-           'and start the command there (default: yes; docs/architecture.md, "The CPU '
-           'hint")', default='yes', choices=('yes', 'no'), metavar='yes|no',
+           'and start the command there (default: no; docs/architecture.md, "The CPU '
+           'hint")', default='no', choices=('yes', 'no'), metavar='yes|no',
            convert=_yes_no),
 )
 
@@ -157,11 +157,11 @@ class Settings:
         return path
 
     def pool_options(self, warning_prefix='spawnpool: warning: '):
-        """Keyword arguments for Pool(): the same-CPU hand-off when it is off, the memory
+        """Keyword arguments for Pool(): the same-CPU hand-off when it is on, the memory
         budget and history (nothing without memory admission), and the prefix of the
         pool's warnings (the history's file and directories are the pool's to make, and
         its problems a warning)."""
-        options = {} if self.same_cpu_handoff else {'same_cpu_handoff': False}
+        options = {'same_cpu_handoff': True} if self.same_cpu_handoff else {}
         if not self.memory_on:
             return options
         options.update({'memory_budget': self.memory.strip(),

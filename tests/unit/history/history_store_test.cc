@@ -112,11 +112,11 @@ TEST_CASE_METHOD(test::StoreFixture, "durations are learned with or without a pe
 TEST_CASE_METHOD(test::StoreFixture, "a build's shape comes back at the next open, the last one per targets", "[history][builds]") {
   {
     HistoryStore store(path, fast_options(), warnings.sink());
-    store.record_build(11, BuildShape{{1, 2, 3}});
-    store.record_build(22, BuildShape{{4}});
+    store.record_build(11, BuildShape{{1, 2, 3}, 0, ""});
+    store.record_build(22, BuildShape{{4}, 0, ""});
     store.record_build(11, BuildShape{{1, 2, 3, 5}, 3, "o 2 2\na 1 2\n"});  // replaces the pending one
     CHECK(store.flush());
-    store.record_build(22, BuildShape{{}});  // a build that ran nothing
+    store.record_build(22, BuildShape{{}, 0, ""});  // a build that ran nothing
   }
   HistoryStore store(path, fast_options(), warnings.sink());
   const auto snapshot = store.snapshot();
@@ -144,7 +144,7 @@ TEST_CASE_METHOD(test::StoreFixture, "a schema 1 store is migrated, its rows kep
     REQUIRE(store.open_status() == HistoryStatus::kOk);
     REQUIRE(store.snapshot()->find_exact(5));
     CHECK(store.snapshot()->find_exact(5)->duration_ns == 900);
-    store.record_build(1, BuildShape{{5}});
+    store.record_build(1, BuildShape{{5}, 0, ""});
   }
   CHECK(sql(path, "PRAGMA user_version") == "3");
   CHECK(sql(path, "SELECT count(*) FROM builds") == "1");
