@@ -337,6 +337,9 @@ def _finish():
     with _lock:
         pool, _pool = _pool, None
     _close(pool)
+    if _task_commands is not None:
+        from . import progress
+        progress.finish()           # the count's account, for the history
     _session.finish()
     silent = getattr(_parser().values, 'silent', False)
     _console(_session.report('scons: spawnpool', 'scons: ', summary=not silent), fd=1)

@@ -5,6 +5,8 @@ this build's so far; and what the history keeps of them.  The count is driven th
 its hooks with stand-ins for SCons' tasks and the status, so the totals it expects are
 exact; the last test runs a real SCons build and reads what reached the history."""
 
+import json
+import os
 import sqlite3
 import sys
 from pathlib import Path
@@ -86,7 +88,7 @@ LAST_CLEAN_BUILD = '9 9 9 9 o\n2 4 2 2 a\n1 1 1 1 \n'   # what a clean build of 
 def count_with(monkeypatch, status):
     targets = {name: Target(name) for name in TARGETS}
     monkeypatch.setattr(progress, 'units_to_build',
-                        lambda top: [Executor(t) for t in targets.values()])
+                        lambda top, graph=None: [Executor(t) for t in targets.values()])
 
     class Session:
         pass
@@ -129,6 +131,8 @@ def test_without_a_history_a_kind_takes_this_builds_commands_per_unit(monkeypatc
     count.executed(library)
     # Left: a library (2 per unit, this build's) and the program (a kind not built yet: 1).
     assert status.expected[-1] == 2 + 1
+    assert status.progress.units_built == 10
+    count.finish()
     assert progress.parse_kinds(status.progress.kinds) == {'o': [9, 9, 9, 9], 'a': [1, 2, 1, 1]}
     assert status.progress.units_built == 10
 
@@ -141,10 +145,178 @@ def test_the_history_keeps_each_kind_and_the_last_builds_for_kinds_not_built(mon
     count.evaluated(task)
     task._spawnpool_commands = 1
     count.executed(task)
+    assert status.progress.kinds == ''     # given once, at the end
+    count.finish()
     # a0.o rebuilt, found out of date of 1 made ready; the libraries and the program not
     # made ready yet (a build stopped here): their commands per unit are the last build's.
     assert progress.parse_kinds(status.progress.kinds) == {
         'o': [1, 1, 1, 1], 'a': [2, 4, 0, 0], '': [1, 1, 0, 0]}
+
+
+class File:
+    """SCons' File node as the walk and the prior use it: a real file under the test's
+    directory, a builder or not, its explicit children."""
+
+    builder = None          # no target scanner: LIBS are given as explicit children here
+
+    def __init__(self, path, children=None):
+        self.path, self._children = str(path), list(children or ())
+        self.executor = Executor(self) if children is not None else None
+
+    def __str__(self):
+        return self.path
+
+    def has_builder(self):
+        return self.executor is not None
+
+    def get_executor(self):
+        return self.executor
+
+    def children(self, scan=1):
+        return self._children
+
+    def get_abspath(self):
+        return self.path
+
+    def srcnode(self):
+        return self
+
+
+def libs_tree_nodes(root):
+    """TARGETS as nodes on files under `root`: a library of a0-a4.o, one of b0-b3.o, a
+    program of main.o and both; the sources written, the outputs not."""
+    sub = root / 'sub'
+    sub.mkdir(parents=True, exist_ok=True)
+    nodes, sources = {}, []
+    for name in TARGETS[:9] + ['sub/main.o']:
+        source = File(root / name.replace('.o', '.c'))
+        Path(source.path).write_text('int f(void) { return 1; }\n')
+        sources.append(source)
+        nodes[name] = File(root / name, [source])
+    nodes['sub/libone.a'] = File(root / 'sub/libone.a', [nodes[n] for n in TARGETS[:5]])
+    nodes['sub/libtwo.a'] = File(root / 'sub/libtwo.a', [nodes[n] for n in TARGETS[5:9]])
+    nodes['sub/prog'] = File(root / 'sub/prog', [nodes['sub/main.o'], nodes['sub/libone.a'],
+                                                 nodes['sub/libtwo.a']])
+    return nodes
+
+
+def made(nodes, names, mtime_s):
+    for name in names:
+        Path(nodes[name].path).write_text('built\n')
+        os.utime(nodes[name].path, (mtime_s, mtime_s))
+
+
+# The order SCons makes them ready in (a unit after the units under it), and what each runs.
+ORDER = TARGETS[:5] + ['sub/libone.a'] + TARGETS[5:9] + ['sub/libtwo.a', 'sub/main.o', 'sub/prog']
+COMMANDS = dict({name: 1 for name in ORDER}, **{'sub/libone.a': 2, 'sub/libtwo.a': 2})
+ALL_OUTPUTS = list(ORDER)
+
+
+def drive(nodes, status, out_of_date):
+    """Make ORDER ready and build the units in `out_of_date`, as SCons (-j1) would; the
+    total the line shows after each update: the commands the pool has (submitted) and
+    those the count expects, and the commands of the unit made ready that the pool has
+    not got yet, by the unit's name.  A unit made ready has its commands counted when the pool
+    gets them (between the two it is in neither: see the totals' second figure)."""
+    count = progress._Count(lambda: Session(status))
+    tm = Taskmaster()
+    tm.original_top = [nodes['sub/prog']]
+    totals = []
+    for name in ORDER:
+        task = Task(nodes[name], name in out_of_date, tm)
+        count.evaluated(task)
+        ran = COMMANDS[name] if name in out_of_date else 0
+        totals.append((name, status.done + status.expected[-1], ran))
+        if ran:
+            task._spawnpool_commands = ran
+            status.done += ran
+            count.executed(task)
+            totals.append((name, status.done + status.expected[-1], 0))
+    count.finish()
+    return totals
+
+
+class Session:
+    def __init__(self, status):
+        self.status = status
+
+
+def test_an_edit_of_sources_is_counted_exactly_from_the_first_update(tmp_path):
+    # The outputs of a clean build, then a0.c and b2.c edited: a0.o, b2.o, both libraries
+    # and the program are out of date (7 commands).  Before the prior the first update
+    # expected the whole tree (13 more), and the total came down as units were met.
+    nodes = libs_tree_nodes(tmp_path)
+    made(nodes, ALL_OUTPUTS, 2000000000)
+    for name in ('sub/a0.c', 'sub/b2.c'):
+        os.utime(str(tmp_path / name), (2000000100, 2000000100))
+    status = Status(Progress((14, 12), LAST_CLEAN_BUILD))
+    rebuilt = {'sub/a0.o', 'sub/b2.o', 'sub/libone.a', 'sub/libtwo.a', 'sub/prog'}
+    totals = drive(nodes, status, rebuilt)
+    assert all(total + in_flight == 7 for _, total, in_flight in totals), totals
+    assert progress.parse_kinds(status.progress.kinds) == {
+        'o': [2, 2, 2, 10], 'a': [2, 4, 2, 2], '': [1, 1, 1, 1]}
+
+
+def test_a_first_build_and_a_clean_one_are_exact_from_the_first_update(tmp_path):
+    nodes = libs_tree_nodes(tmp_path)
+    # No outputs: every unit is out of date.  With the last build's commands per kind the
+    # total is exact at every update; without a history a kind not built yet is counted
+    # at one command a unit (the libraries' ranlib shows once the first is built).
+    status = Status(Progress((14, 12), LAST_CLEAN_BUILD))
+    totals = drive(nodes, status, set(ORDER))
+    assert all(total + in_flight == 15 for _, total, in_flight in totals), totals
+    status = Status(Progress())
+    totals = drive(nodes, status, set(ORDER))
+    assert totals[0] == ('sub/a0.o', 12, 1) and totals[-1] == ('sub/prog', 15, 0), totals
+
+
+def test_a_header_edit_converges_and_what_depends_on_it_follows(tmp_path):
+    # A header that a0.c and b0.c include changed: no explicit source is newer, so the
+    # prior knows nothing; a0.o found out of date makes libone and the program known
+    # out of date at once (they are above it), and the objects left are estimated by
+    # the share found out of date of those not known.
+    nodes = libs_tree_nodes(tmp_path)
+    made(nodes, ALL_OUTPUTS, 2000000000)
+    status = Status(Progress((14, 12), LAST_CLEAN_BUILD))
+    rebuilt = {'sub/a0.o', 'sub/b0.o', 'sub/libone.a', 'sub/libtwo.a', 'sub/prog'}
+    totals = drive(nodes, status, rebuilt)
+    # a0.o out of date: libone (2) and the program (1) whole, the 9 objects left at the
+    # share of 1 in 2 (4.5), libtwo at none yet.
+    assert totals[0] == ('sub/a0.o', 8, 1), totals
+    assert totals[-1] == ('sub/prog', 7, 0), totals
+    # From the last object on, exact (before, within the share's error).
+    last_object = [name for name, _, _ in totals].index('sub/main.o')
+    assert all(total + in_flight == 7 for _, total, in_flight in totals[last_object:]), totals
+    assert all(abs(total + in_flight - 7) <= 2 for _, total, in_flight in totals), totals
+
+
+def test_a_prior_that_fails_gives_the_estimate_of_before(tmp_path, monkeypatch):
+    nodes = libs_tree_nodes(tmp_path)
+    made(nodes, ALL_OUTPUTS, 2000000000)
+    os.utime(str(tmp_path / 'sub/a0.c'), (2000000100, 2000000100))
+
+    def broken(units, graph):
+        raise RuntimeError('a node of a kind never seen')
+    monkeypatch.setattr(progress, 'known_out_of_date', broken)
+    status = Status(Progress((14, 12), LAST_CLEAN_BUILD))
+    totals = drive(nodes, status, {'sub/a0.o', 'sub/libone.a', 'sub/prog'})
+    assert totals[0] == ('sub/a0.o', 14, 1) and totals[-1] == ('sub/prog', 4, 0), totals
+
+
+def test_the_prior_stats_each_file_once(tmp_path):
+    nodes = libs_tree_nodes(tmp_path)
+    made(nodes, ALL_OUTPUTS, 2000000000)
+    graph = progress._Graph()
+    units = progress.units_to_build([nodes['sub/prog'], nodes['sub/libone.a']], graph)
+    paths = []
+
+    def stat(path):
+        paths.append(path)
+        return os.stat(path)
+    known, parents = progress.known_out_of_date(units, graph, stat)
+    assert known == set() and len(units) == 13
+    assert sorted(paths) == sorted(set(paths)) and len(paths) == 13 + 10, paths
+    assert parents[nodes['sub/a0.o']] == [nodes['sub/libone.a']]
 
 
 def test_kinds_text_round_trip():
@@ -189,3 +361,69 @@ def test_a_real_build_leaves_each_kinds_commands_in_the_history(pool_module, pro
     kinds = progress.parse_kinds(rows[0])
     assert kinds['o'] == [10, 10, 10, 10] and kinds[''] == [1, 1, 1, 1], rows
     assert kinds['a'][0] == 2 and kinds['a'][1] in (2, 4), rows     # ranlib where there is one
+
+
+# The totals the line showed after each update of the count (the view's: the commands
+# the pool has and those the count expects), written at exit by the SConstruct.
+TOTALS_SCONSTRUCT = """
+import atexit, json, os
+import spawnpool.status
+_totals = []
+_stock_expect = spawnpool.status.BuildStatus.expect
+def _expect(self, commands):
+    _stock_expect(self, commands)
+    _totals.append(self.view()['total'])
+spawnpool.status.BuildStatus.expect = _expect
+def _write(path=os.path.join(Dir('#').abspath, os.pardir, 'totals.json')):
+    with open(path, 'w') as f:
+        json.dump(_totals, f)
+atexit.register(_write)
+SConscript('sub/SConscript')
+"""
+
+
+def test_a_real_build_is_counted_exactly_from_the_first_update(pool_module, project):
+    # -j1: a unit made ready is built before the next one is made ready, so the total of
+    # an update falls short of what runs by that unit's commands at most (2: a library).
+    from test_status import PLAIN, commands_run, count_of, status_lines, trace_option
+    if (project.root / 'SConstruct').exists():
+        (project.root / 'SConstruct').unlink()
+    tree = dict(LIBS_TREE, **{'SConstruct': TOTALS_SCONSTRUCT,
+                              'sub/common.h': '#define ONE 1\n',
+                              'sub/a0.c': '#include "common.h"\nint a0(void) { return ONE; }\n',
+                              'sub/b0.c': '#include "common.h"\nint b0(void) { return ONE; }\n',
+                              'sub/b3.c': 'int b3(void) { return 1; }\n'})
+    for name, text in tree.items():
+        (project.root / name).parent.mkdir(parents=True, exist_ok=True)
+        (project.root / name).write_text(text)
+
+    def build(*args):
+        r = project.scons('-j1', PLAIN, trace_option(project), *args, pool=True)
+        done, total, failed = count_of(status_lines(r)[1])
+        ran = len(commands_run(project))
+        assert done == total == ran, r
+        return r, ran, failed, json.loads((project.root.parent / 'totals.json').read_text())
+
+    r, ran, _, totals = build()
+    assert r.returncode == 0 and ran >= 12, r
+    assert project.scons('-c', pool=True).returncode == 0
+    for what in ('clean', 'sources', 'header'):
+        if what == 'sources':
+            for name in ('sub/a1.c', 'sub/b2.c'):
+                with open(project.root / name, 'a') as f:
+                    f.write('int %s_changed(void) { return 2; }\n' % name[4:6])
+        elif what == 'header':
+            (project.root / 'sub/common.h').write_text('#define ONE 2\n')
+        r, ran, _, totals = build()
+        assert r.returncode == 0, r
+        if what == 'header':        # found out of date as SCons goes: only N = M
+            continue
+        assert totals and all(ran - 2 <= total <= ran for total in totals), (what, ran, totals, r)
+    # A failing command with -k: N = M, and the history keeps each kind's account.
+    (project.root / 'sub/b3.c').write_text('int b3(void) { return }\n')
+    r, ran, failed, totals = build('-k')
+    assert r.returncode != 0 and failed == 1, r
+    with sqlite3.connect(str(project.root / '.spawnpool' / 'memory-history.sqlite')) as db:
+        rows = [row[0] for row in db.execute('SELECT kinds FROM builds')]
+    kinds = progress.parse_kinds(rows[-1])
+    assert kinds['o'][3] == 10 and kinds['o'][2] == 1, rows      # b3.o: the one out of date

@@ -8,6 +8,7 @@ import os
 import re
 import shlex
 import shutil
+import sqlite3
 import subprocess
 import time
 
@@ -178,3 +179,9 @@ def test_ctrl_c_clears_the_line_and_exits_as_stock(pool_module, tmp_path):
     assert messages(lines) == messages(stock), (stock, final)
     expected = build_lines()
     assert all(l in expected for l in lines[:-1] if not l.startswith('scons:')), final
+    # The history keeps the interrupted build's account of its units (given at exit).
+    with sqlite3.connect(str(tmp_path / 'pool' / '.spawnpool' / 'memory-history.sqlite')) as db:
+        kinds = [row[0] for row in db.execute('SELECT kinds FROM builds')]
+    units, commands, out_of_date, made_ready = map(int, kinds[0].split()[:4])
+    assert len(kinds) == 1 and kinds[0].endswith(' txt\n'), kinds
+    assert 1 <= units == commands <= out_of_date <= made_ready, (kinds, final)
