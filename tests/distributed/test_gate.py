@@ -13,7 +13,7 @@ if _skip:
 from spawnpool import CAPTURE_MERGED, Command, Result  # noqa: E402
 from spawnpool.gate import Gate  # noqa: E402
 from spawnpool.launcher import Launcher  # noqa: E402
-from spawnpool.testing import FakeRunner  # noqa: E402
+from spawnpool.testing import FakeRunner, RecordingPrinter  # noqa: E402
 
 
 def fake(seconds=0.0, answer=None):
@@ -102,14 +102,7 @@ def test_messages_go_through_the_package_console():
     (the status line's printer while it owns the console), not past it onto the fds."""
     from spawnpool import output_sync
 
-    class Printer:
-        def __init__(self):
-            self.writes = []
-
-        def write(self, fd, data):
-            self.writes.append((fd, bytes(data)))   # a block's views are lent for the call
-
-    printer = Printer()
+    printer = RecordingPrinter()
     runner = fake(answer=Result(returncode=116, stdout=b'o\n', stderr=b'e\n'))
     gate = Gate(runner, Launcher('distcc', path='/usr/bin:/bin'))
     output_sync.set_console_printer(printer)

@@ -1,4 +1,5 @@
-"""`FakeRunner`: a runner that runs nothing, for tests of everything above a runner.
+"""`FakeRunner`: a runner that runs nothing, for tests of everything above a runner;
+`RecordingPrinter`: a console printer that keeps what the layers print through it.
 
 The one fake the test suites share (tests/scons, tests/distributed, tests/cli, ...) and
 that embedders may use for their own scheduler tests: it records each Command, answers
@@ -14,7 +15,7 @@ import time
 
 from .command import Result
 
-__all__ = ['FakeRunner']
+__all__ = ['FakeRunner', 'RecordingPrinter']
 
 
 class FakeRunner:
@@ -57,3 +58,15 @@ class FakeRunner:
     def argvs(self):
         """The argv of every command run, in order."""
         return [command.argv for command in self.commands]
+
+
+class RecordingPrinter:
+    """A console printer (output_sync.set_console_printer: what a status line installs)
+    that keeps each write as (fd, bytes) in `writes`, copied: the engine lends a block's
+    views of its buffers for the call's length only."""
+
+    def __init__(self):
+        self.writes = []
+
+    def write(self, fd, data):
+        self.writes.append((fd, bytes(data)))
