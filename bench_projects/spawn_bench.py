@@ -128,7 +128,7 @@ def _no_op():
 class Methods:
     """The Python-side spawn methods, ready to call from `threads` threads."""
 
-    def __init__(self, bins, threads, pool_path):
+    def __init__(self, bins, threads, pool_path, same_cpu_handoff=None):
         sys.path.insert(0, pool_path)
         sys.path.insert(0, HELPERS)
         import spawnpool
@@ -136,7 +136,8 @@ class Methods:
         self.noop = bins["noop"]
         self.argv = [self.noop]
         self.floor_bin = bins["spawn_floor"]
-        self.pool = spawnpool.Pool(slots=threads)
+        hint = {} if same_cpu_handoff is None else {"same_cpu_handoff": same_cpu_handoff == "yes"}
+        self.pool = spawnpool.Pool(slots=threads, **hint)
         self.command = spawnpool.Command(self.argv, ENV)    # a value: reused by every call
         # Commands print nothing, but keep them off our result pipe all the same.
         self.pickle = [PickleSpawner(out_fd=2) for _ in range(threads)]
@@ -396,7 +397,8 @@ def worker(spec):
     grow_s = time.perf_counter() - t0
     rss_kb = vm_rss_kb()
     max_threads = max(b["threads"] for b in spec["batches"])
-    methods = Methods(spec["bins"], max_threads, spec["pool_path"])
+    methods = Methods(spec["bins"], max_threads, spec["pool_path"],
+                      spec.get("same_cpu_handoff"))
     try:
         for batch in spec["batches"]:
             method, threads = batch["method"], batch["threads"]
@@ -569,6 +571,9 @@ def main():
                     help="methods to run, floor first (default: all)")
     ap.add_argument("--pool-path", default=os.path.join(REPO, "build", "python"),
                     help="directory holding the spawnpool package")
+    ap.add_argument("--same-cpu-handoff", choices=("yes", "no"),
+                    help="the pool method's Pool(same_cpu_handoff=) (default: the pool's "
+                         "default); to show what the hint's default trades")
     args = ap.parse_args()
     args.out = os.path.abspath(args.out)
     args.pool_path = os.path.abspath(args.pool_path)
@@ -603,7 +608,8 @@ def main():
     info = machine_info()
     records = []
     for i, spec in enumerate(runs, 1):
-        spec.update({"bins": bins, "pool_path": os.path.abspath(args.pool_path)})
+        spec.update({"bins": bins, "pool_path": os.path.abspath(args.pool_path),
+                     "same_cpu_handoff": args.same_cpu_handoff})
         label = (f"[{i}/{len(runs)}] round {spec['round'] + 1} {spec['kind']:7} "
                  f"RSS {spec['rss_gib']:g} GiB, RLIMIT_NOFILE {spec['nofile']}")
         print(label + " ...", file=sys.stderr, flush=True)
@@ -629,6 +635,7 @@ def main():
     info["loadavg_at_end"] = [f"{x:.2f}" for x in os.getloadavg()]
     result = {"machine": info, "started": started, "duration_s": time.time() - started,
               "params": {"quick": quick, "rounds": args.rounds, "reps": args.reps,
+                         "same_cpu_handoff": args.same_cpu_handoff,
                          "budget_s": args.budget, "single_budget_s": args.single_budget,
                          "min_count": args.min_count,
                          "rss_gib": args.rss, "threads": args.threads,
