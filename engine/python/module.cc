@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -24,6 +25,7 @@
 #include "engine/python/statistics_binding.h"
 #include "engine/src/history/history_store.h"
 #include "engine/src/progress/build_progress.h"
+#include "engine/src/progress/status_mode.h"
 #include "engine/src/progress/status_printer.h"
 #include "engine/src/report/build_report.h"
 #include "spawnpool/jobserver.h"
@@ -39,8 +41,10 @@ namespace {
 void bind_progress(py::module_& m) {
   using spawnpool::detail::BuildProgress;
   using spawnpool::detail::HistoryStore;
+  using spawnpool::detail::StatusMode;
   using spawnpool::detail::StatusPrinter;
   using spawnpool::detail::StatusView;
+  using spawnpool::detail::TerminalConventions;
   py::class_<HistoryStore, std::shared_ptr<HistoryStore>>(m, "History")
       .def(py::init([](py::handle path, std::string warning_prefix) {
              const std::string file = fs_bytes(path);
@@ -99,20 +103,23 @@ void bind_progress(py::module_& m) {
                  progress.view(spawnpool::detail::monotonic_ns()), width, unicode);
            }, py::arg("width") = 0, py::arg("unicode") = false);
 
+  // The terminal's conventions (the locale, xterm) come from the environment unless given.
   py::class_<StatusPrinter, std::shared_ptr<StatusPrinter>>(m, "StatusPrinter")
       .def(py::init([](std::shared_ptr<BuildProgress> progress, int fd, const std::string& mode,
-                       bool unicode, bool terminal_reflows) {
-             spawnpool::detail::StatusPrinterOptions options;
-             options.fd = fd;
-             if (mode == "line") options.mode = spawnpool::detail::StatusMode::kLine;
-             else if (mode == "plain") options.mode = spawnpool::detail::StatusMode::kPlain;
+                       std::optional<bool> unicode, std::optional<bool> terminal_reflows) {
+             StatusMode status_mode;
+             if (mode == "line") status_mode = StatusMode::kLine;
+             else if (mode == "plain") status_mode = StatusMode::kPlain;
              else throw py::value_error("status mode must be 'line' or 'plain', not '" + mode + "'");
-             options.unicode = unicode;
-             options.terminal_reflows = terminal_reflows;
-             return std::make_shared<StatusPrinter>(std::move(progress), options);
+             TerminalConventions conventions = TerminalConventions::from_environment();
+             if (unicode) conventions.utf8 = *unicode;
+             if (terminal_reflows) conventions.reflows = *terminal_reflows;
+             return std::make_shared<StatusPrinter>(
+                 std::move(progress),
+                 spawnpool::detail::status_printer_options(status_mode, fd, conventions));
            }),
            py::arg("progress"), py::arg("fd") = 1, py::arg("mode") = "line",
-           py::arg("unicode") = false, py::arg("terminal_reflows") = true)
+           py::arg("unicode") = py::none(), py::arg("terminal_reflows") = py::none())
       .def("write", [](StatusPrinter& printer, int fd, py::buffer data) {
              // Any bytes-like object (a command's block comes as a memoryview); it and
              // the buffer it lends outlive the call.
@@ -126,6 +133,17 @@ void bind_progress(py::module_& m) {
              printer.finish(spawnpool::detail::monotonic_ns(), interrupted);
            }, py::arg("interrupted") = false, py::call_guard<py::gil_scoped_release>());
 
+  m.def("status_mode", [](const std::string& setting, int fd, std::string term,
+                          bool clicolor_force) -> py::object {
+          TerminalConventions conventions;
+          conventions.term = std::move(term);
+          conventions.clicolor_force = clicolor_force;
+          const std::optional<StatusMode> mode =
+              spawnpool::detail::status_mode(setting, fd, conventions);
+          if (!mode) return py::none();
+          return py::str(*mode == StatusMode::kLine ? "line" : "plain");
+        }, py::arg("setting"), py::arg("fd"), py::arg("term"), py::arg("clicolor_force"),
+        "'line', 'plain' or None (off): what a build gets on fd (progress/status_mode.h).");
   m.def("hash_targets", &spawnpool::detail::hash_targets, py::arg("top_dir"), py::arg("targets"),
         "The history's key of a build's targets (in any order) under its top directory.");
 }

@@ -21,6 +21,7 @@
 #include "engine/src/command/shell_words.h"
 #include "engine/src/stack/pool_layer.h"
 #include "engine/src/stack/session.h"
+#include "spawnpool/session.h"
 
 namespace spawnpool::python {
 namespace {
@@ -321,6 +322,9 @@ void bind_stack(py::module_& m) {
              return text.empty() ? py::object(py::none()) : py::object(py::str(text));
            }, py::arg("status"));
 
+  m.def("default_local_slots", &spawnpool::default_local_slots, py::arg("launcher"),
+        "The local slots of a build that names none: with a launcher, the usable CPUs; "
+        "else 0 (no bound).");
   m.def("split_simple_command", [](py::handle line) -> py::object {
           const auto words = spawnpool::detail::split_simple_command(fs_bytes(line));
           if (!words) return py::none();

@@ -5,8 +5,13 @@
 // end-of-build statistics, memory admission). A line `---` ends a stage: what follows
 // starts once everything before it has ended (the compiles, then the link).
 //
-//   build_driver [-j N] [--launcher CMD] [--output=sync] [--trace FILE] [--stats]
-//                [--memory BUDGET] [--history FILE] COMMANDS_FILE
+//   build_driver [-j N] [--launcher CMD] [--local N] [--output=sync] [--trace FILE]
+//                [--stats] [--memory BUDGET] [--history FILE] [--status MODE] COMMANDS_FILE
+//
+// With a launcher, the commands it does not take (the links) run at most --local N at
+// once on this machine (default: spawnpool::default_local_slots, the usable CPUs).
+// --status auto|line|plain|off (default auto: a line at the bottom of a terminal, nothing
+// into a pipe) shows the build's progress with an ETA learned in --history.
 //
 // Under `make` (a recipe line starting with '+'), make's jobserver bounds how many
 // commands run at once: the pool's scheduler takes a token for each command beyond the
@@ -16,6 +21,7 @@
 #include <spawnpool/memory_budget.h>
 #include <spawnpool/pool.h>
 #include <spawnpool/session.h>
+#include <spawnpool/status.h>
 
 #include <atomic>
 #include <cstdio>
@@ -32,17 +38,19 @@ namespace {
 
 struct Arguments {
   std::size_t jobs = 2;
+  std::optional<std::size_t> local_slots;
   std::string commands_file;
   std::string history;
   spawnpool::MemoryBudget memory = spawnpool::MemoryBudget::off();
+  std::string status = "auto";
   spawnpool::SessionOptions session;
 };
 
 [[noreturn]] void usage(const char* problem) {
   std::fprintf(stderr,
-               "build_driver: %s\nusage: build_driver [-j N] [--launcher CMD] "
+               "build_driver: %s\nusage: build_driver [-j N] [--launcher CMD] [--local N] "
                "[--output=sync] [--trace FILE] [--stats] [--memory BUDGET] "
-               "[--history FILE] COMMANDS_FILE\n",
+               "[--history FILE] [--status MODE] COMMANDS_FILE\n",
                problem);
   std::exit(2);
 }
@@ -63,6 +71,10 @@ Arguments parse_arguments(int argc, char** argv) {
       args.jobs = static_cast<std::size_t>(jobs);
     } else if (arg == "--launcher") {
       args.session.launcher = value();
+    } else if (arg == "--local") {
+      const long local = std::strtol(value().c_str(), nullptr, 10);
+      if (local < 1) usage("--local needs a number of at least 1");
+      args.local_slots = static_cast<std::size_t>(local);
     } else if (arg == "--output=sync") {
       args.session.output_sync = true;
     } else if (arg == "--trace") {
@@ -75,6 +87,8 @@ Arguments parse_arguments(int argc, char** argv) {
       args.memory = *budget;
     } else if (arg == "--history") {
       args.history = value();
+    } else if (arg == "--status") {
+      args.status = value();
     } else if (!arg.empty() && arg[0] == '-') {
       usage(("unknown option " + arg).c_str());
     } else if (args.commands_file.empty()) {
@@ -108,6 +122,8 @@ spawnpool::PoolOptions pool_options(const Arguments& args,
                                     std::shared_ptr<spawnpool::Jobserver> jobserver) {
   spawnpool::PoolOptions options;
   options.slots = args.jobs;
+  options.local_slots = args.local_slots.value_or(
+      spawnpool::default_local_slots(args.session.launcher));
   options.jobserver = std::move(jobserver);
   options.memory_budget = args.memory;
   options.memory_history_path = args.history;
@@ -130,21 +146,24 @@ spawnpool::Command shell_command(const std::string& line) {
 
 // One stage: each driver thread takes the next command and runs it through the whole
 // stack; a failing command is its Result, reported and counted, never an exception.
-std::size_t run_all(spawnpool::Session& session, const std::vector<std::string>& lines,
-                    std::size_t threads) {
+// `unsubmitted` counts the build's commands not yet handed to the stack (the status
+// line's total is those plus what the pool has seen).
+std::size_t run_all(spawnpool::Session& session, spawnpool::StatusLine& status,
+                    const std::vector<std::string>& lines, std::size_t threads,
+                    std::atomic<std::size_t>& unsubmitted) {
   std::atomic<std::size_t> next{0};
   std::atomic<std::size_t> failed{0};
   const auto work = [&] {
     for (std::size_t i; (i = next.fetch_add(1)) < lines.size();) {
+      status.expect(unsubmitted.fetch_sub(1) - 1);
       const spawnpool::Result r = session.run(shell_command(lines[i]));
       if (r.started() && r.returncode == 0) continue;
       ++failed;
       if (!r.started())
-        std::fprintf(stderr, "build_driver: not started: %s: %s\n", lines[i].c_str(),
-                     r.error_message.c_str());
+        status.print(2, "build_driver: not started: " + lines[i] + ": " + r.error_message + "\n");
       else
-        std::fprintf(stderr, "build_driver: failed (exit %d): %s\n", r.returncode,
-                     lines[i].c_str());
+        status.print(2, "build_driver: failed (exit " + std::to_string(r.returncode) + "): " +
+                            lines[i] + "\n");
     }
   };
   std::vector<std::thread> workers;
@@ -167,19 +186,29 @@ int main(int argc, char** argv) {
       if (!jobserver->usable() && jobserver->claim_warning())
         std::fprintf(stderr, "build_driver: warning: %s\n", jobserver->problem().c_str());
     }
-    spawnpool::Pool pool(pool_options(args, jobserver));
+    // The status line reports from the pool and prints every output line whole (it
+    // turns output sync on): attached before the pool and the session are made.
+    spawnpool::StatusLine status(args.status);
+    spawnpool::PoolOptions options = pool_options(args, jobserver);
+    status.attach(options, args.session);
+    spawnpool::Pool pool(options);
     spawnpool::Session session(pool, args.session);
+    std::atomic<std::size_t> unsubmitted{0};
+    for (const std::vector<std::string>& stage : stages) unsubmitted += stage.size();
+    status.begin(".", {args.commands_file});
     std::size_t commands = 0, failed = 0;
     for (const std::vector<std::string>& stage : stages) {
       if (failed) break;  // as make without -k: nothing after a failed stage
       commands += stage.size();
-      failed += run_all(session, stage, args.jobs);
+      failed += run_all(session, status, stage, args.jobs, unsubmitted);
     }
+    status.expect(0);
+    status.finish();
     session.finish();
     std::fputs(session.report().c_str(), stdout);
     std::printf("build_driver: %zu commands, %zu failed\n", commands, failed);
     return failed ? 1 : 0;
-  } catch (const std::invalid_argument& e) {  // a launcher that is not a plain command
+  } catch (const std::invalid_argument& e) {  // a launcher not a plain command, a bad --status
     std::fprintf(stderr, "build_driver: %s\n", e.what());
     return 2;
   } catch (const std::exception& e) {  // no pool (spawner missing), trace unwritable...

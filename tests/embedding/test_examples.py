@@ -193,6 +193,111 @@ def test_cpp_build_driver_runs_every_feature_under_make(cpp_examples, tmp_path):
     assert (work / 'history.db').is_file()
 
 
+# A stand-in for a command the launcher does not take (a link): it logs when it ran.
+FAKE_LINK = r"""#!/bin/sh
+echo "start $(date +%s.%N)" >> "$RUNS"
+sleep 0.3
+echo "stop $(date +%s.%N)" >> "$RUNS"
+"""
+
+
+@pytest.mark.parametrize('local', [None, 1])
+def test_cpp_build_driver_bounds_local_commands(cpp_examples, tmp_path, local):
+    """With a launcher, what it does not take runs on this machine at most --local N at
+    once, by default as many as the CPUs this process may use (the one default every
+    front end asks spawnpool::default_local_slots for)."""
+    (tmp_path / 'bin').mkdir()
+    link = tmp_path / 'bin' / 'link'
+    link.write_text(FAKE_LINK)
+    launcher = tmp_path / 'launcher.sh'
+    launcher.write_text(LAUNCHER)
+    for script in (link, launcher):
+        script.chmod(0o755)
+    (tmp_path / 'commands.txt').write_text('link\n' * 4)
+    driver = [str(cpp_examples / 'build_driver'), '-j', '4', '--launcher', str(launcher)]
+    if local is not None:
+        driver += ['--local', str(local)]
+    env = clean_env(PATH='%s:%s' % (tmp_path / 'bin', os.environ.get('PATH', '')),
+                    RUNS=str(tmp_path / 'runs.log'))
+    env.pop('MAKEFLAGS', None)
+    r = subprocess.run(driver + ['commands.txt'], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    assert r.returncode == 0, r
+    assert not (tmp_path / 'launched.log').exists()     # no compile: all local
+    bound = local if local is not None else len(os.sched_getaffinity(0))
+    assert most_at_once(tmp_path / 'runs.log') == min(4, bound)
+
+
+STATUS_COMMANDS = 'echo one\nsleep 0.2; echo two\n---\necho three\n'
+
+
+def test_cpp_build_driver_status_plain_and_auto_into_a_pipe(cpp_examples, tmp_path):
+    """--status plain: progress lines in the form scripts parse, the summary last, no
+    escape codes; auto into a pipe: nothing of the status, as a stock build; a setting
+    that is none of the four is a usage error."""
+    (tmp_path / 'commands.txt').write_text(STATUS_COMMANDS)
+    driver = [str(cpp_examples / 'build_driver'), '-j', '2']
+    env = clean_env(TERM='xterm')
+    plain = subprocess.run(driver + ['--status', 'plain', 'commands.txt'], cwd=tmp_path,
+                           env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    assert plain.returncode == 0, plain
+    assert '\x1b' not in plain.stdout + plain.stderr and '\r' not in plain.stdout
+    lines = plain.stdout.splitlines()
+    assert {'one', 'two', 'three'} <= set(lines), lines
+    status = [l for l in lines if l.startswith('[')]
+    assert status and status[-1].startswith('[3/3 100%] ') and status[-1].endswith('done'), lines
+    auto = subprocess.run(driver + ['commands.txt'], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=TIMEOUT)
+    assert auto.returncode == 0, auto
+    assert not [l for l in auto.stdout.splitlines() if l.startswith('[')], auto.stdout
+    assert '\x1b' not in auto.stdout + auto.stderr
+    bad = subprocess.run(driver + ['--status', 'sometimes', 'commands.txt'], cwd=tmp_path,
+                         env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    assert bad.returncode == 2 and 'auto, line, plain or off' in bad.stderr, bad
+
+
+def test_cpp_build_driver_status_line_on_a_terminal(cpp_examples, tmp_path):
+    """--status auto on a terminal: the line is drawn in place (escape codes), every
+    command's output line is whole, and the screen ends with the summary line."""
+    import pty
+    import select
+    (tmp_path / 'commands.txt').write_text(STATUS_COMMANDS)
+    leader, follower = pty.openpty()
+    try:
+        proc = subprocess.Popen([str(cpp_examples / 'build_driver'), '-j', '2',
+                                 'commands.txt'], cwd=tmp_path, env=clean_env(TERM='xterm'),
+                                stdin=subprocess.DEVNULL, stdout=follower, stderr=follower)
+        os.close(follower)
+        follower = -1
+        screen = b''
+        while True:
+            ready, _, _ = select.select([leader], [], [], TIMEOUT)
+            if not ready:
+                proc.kill()
+                break
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:         # EIO: the driver closed the terminal
+                break
+            if not chunk:
+                break
+            screen += chunk
+        assert proc.wait(timeout=TIMEOUT) == 0, screen
+    finally:
+        os.close(leader)
+        if follower != -1:
+            os.close(follower)
+    text = screen.decode()
+    assert '\x1b[K' in text, text         # the line was cleared and drawn again
+    # What is left once the line's redraws are played out: whole lines, the summary last.
+    final = [line.rstrip('\r').rsplit('\r', 1)[-1].replace('\x1b[K', '')
+             for line in text.split('\n')]
+    final = [line for line in final if line]
+    assert {'one', 'two', 'three'} <= set(final), final
+    assert final[-2].startswith('[3/3 100%] ') and final[-2].endswith('done'), final
+    assert final[-1] == 'build_driver: 3 commands, 0 failed', final
+
+
 def test_cpp_build_driver_failure_is_data(cpp_examples, tmp_path):
     """A failing command and one that cannot start are reported, the next stage does not
     run, and the exit status says so."""

@@ -18,7 +18,7 @@ from spawnpool import CAPTURE, CAPTURE_MERGED, PASSTHROUGH, Command, PopenRunner
 from spawnpool import options, popen_style
 from spawnpool.direct_exec import DirectExec
 from spawnpool.stack import Session
-from spawnpool.testing import FakeRunner
+from spawnpool.testing import FakeRunner, RecordingPrinter
 
 ENV = {"PATH": "/usr/bin:/bin", "LC_ALL": "C"}
 
@@ -160,14 +160,7 @@ def test_sync_blocks_go_through_the_status_lines_printer(capfd):
     package's console, output_sync.py), not past it onto the fds."""
     from spawnpool import output_sync
 
-    class Printer:
-        def __init__(self):
-            self.writes = []
-
-        def write(self, fd, data):
-            self.writes.append((fd, bytes(data)))   # a block's views are lent for the call
-
-    printer = Printer()
+    printer = RecordingPrinter()
     fake = FakeRunner(Result(returncode=1, stdout=b"o\n", stderr=b"e\n"))
     runner = Session(options.Settings(output="sync"), 1, print).start(fake)
     output_sync.set_console_printer(printer)
@@ -274,6 +267,21 @@ def layer_names(runner):
         names.append(type(runner).__name__)
         runner = runner.inner
     return names + [type(runner).__name__]
+
+
+def test_local_slots_default_to_the_usable_cpus_with_a_launcher(tmp_path):
+    """The engine decides the default (spawnpool::default_local_slots): with a launcher,
+    the CPUs this process may run on; without one, no bound."""
+    from spawnpool import _spawnpool
+    cpus = len(os.sched_getaffinity(0))
+    assert _spawnpool.default_local_slots("distcc") == cpus
+    assert _spawnpool.default_local_slots("") == 0
+    assert _spawnpool.default_local_slots(" \t") == 0
+    with_launcher = Session(options.Settings(launcher="env", base_dir=str(tmp_path)), 2,
+                            [].append)
+    assert with_launcher.pool_options()["local_slots"] == cpus
+    without = Session(options.Settings(base_dir=str(tmp_path)), 2, [].append)
+    assert without.pool_options()["local_slots"] == 0
 
 
 def test_session_stacks_the_layers_in_order(tmp_path):

@@ -82,6 +82,13 @@ struct SessionOptions {
   std::shared_ptr<detail::BuildStatistics> statistics;
 };
 
+/// The local slots (PoolOptions::local_slots) of a build that names none: with a
+/// launcher, the CPUs this process may run on, since the compiles go elsewhere and the
+/// commands left here (links, archives, the configure checks) should not overload this
+/// machine; without one, 0 (no bound beyond the pool's slots). Every front end asks this
+/// one function: the SCons plugin, `spawnpool run`, the Python package and the example.
+std::size_t default_local_slots(const std::string& launcher);
+
 class Session {
  public:
   /// The stack on `pool` (not owned: it must outlive the session). Throws

@@ -112,7 +112,7 @@ class Session:
             warn('%s=%d: must be at least 1; ignored' % (settings.flag('local'), local))
             local = None
         if local is None and launcher is not None:
-            local = _cpus()
+            local = _engine().default_local_slots(settings.launcher)
         if jobserver is not None and settings.jobserver:
             jobserver.keep_from_commands()
             if not jobserver.usable and jobserver.claim_warning():
@@ -315,9 +315,3 @@ def _remove(path):
     except OSError:
         pass
 
-
-def _cpus():
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1

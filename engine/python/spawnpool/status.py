@@ -1,23 +1,18 @@
 """The build's status line (issue 18): which mode a build gets, and the console under it.
 
 `status_mode()` decides from the option (auto, line, plain, off), the stream and the
-environment's conventions:
-
-    auto    line on a terminal (plain when TERM=dumb), off otherwise
-    line    line on a terminal; plain on a dumb terminal or where it is not a terminal
-            (no escape codes into a pipe), unless CLICOLOR_FORCE asks for them anyway
-    plain   a progress line every 10 s or 10% (no escape codes anywhere)
-    off     nothing
-
-The line uses no colour, so NO_COLOR changes nothing in it (and the build's own output
-is passed through as written).
+environment's conventions, as every front end does: the engine's status_mode
+(engine/src/progress/status_mode.h says how), with this process's TERM and
+CLICOLOR_FORCE or those of `environ`.  Without the compiled module there is no status
+line (None).
 
 `BuildStatus` owns one build's progress (the compiled BuildProgress, fed by the pool)
 and, once the build starts, its printer (the compiled StatusPrinter, which owns the
-bottom line).  While it prints, every write to sys.stdout and sys.stderr, every
-command's output (captured by the engine's sync layer, which the session stacks for the
-status line, and printed through output_sync.py) and every driver message goes through
-the printer, so that no output line is cut or overwritten by the status line.
+bottom line; it reads the locale and the terminal's kind from the environment).  While
+it prints, every write to sys.stdout and sys.stderr, every command's output (captured by
+the engine's sync layer, which the session stacks for the status line, and printed
+through output_sync.py) and every driver message goes through the printer, so that no
+output line is cut or overwritten by the status line.
 
 Threading: begin() and finish() on one thread (the driver's main thread); the streams,
 expect() and the counts from any.
@@ -34,32 +29,13 @@ MODES = ('auto', 'line', 'plain', 'off')
 
 def status_mode(setting, fd=1, environ=None):
     """'line', 'plain' or None (off) for the option's value `setting` on `fd`."""
-    environ = os.environ if environ is None else environ
-    setting = (setting or 'auto').strip().lower()
-    if setting == 'off':
-        return None
-    if setting == 'plain':
-        return 'plain'
     try:
-        terminal = os.isatty(fd)
-    except OSError:
-        terminal = False
-    dumb = environ.get('TERM', '') in ('dumb', '')
-    forced = environ.get('CLICOLOR_FORCE', '0') not in ('', '0')
-    if terminal and not dumb or forced:
-        return 'line'
-    if setting == 'line' or terminal:
-        return 'plain'      # asked for, or a dumb terminal: progress without escape codes
-    return None             # auto, and not a terminal: as stock
-
-
-def utf8_locale(environ=None):
+        from ._spawnpool import status_mode as engine_status_mode
+    except ImportError:
+        return None     # no compiled module: no status line
     environ = os.environ if environ is None else environ
-    for name in ('LC_ALL', 'LC_CTYPE', 'LANG'):
-        value = environ.get(name)
-        if value:
-            return 'utf-8' in value.lower() or 'utf8' in value.lower()
-    return False
+    return engine_status_mode(setting or 'auto', fd, environ.get('TERM', ''),
+                              environ.get('CLICOLOR_FORCE', '0') not in ('', '0'))
 
 
 class _PrinterStream:
@@ -120,10 +96,7 @@ class BuildStatus:
         from . import output_sync
         key = self._module.hash_targets(str(top_dir), [str(t) for t in targets])
         self.progress.begin(key)
-        # xterm (XTERM_VERSION) cuts lines when it narrows; the others rewrap them.
-        self._printer = self._module.StatusPrinter(self.progress, self.fd, self.mode,
-                                                   utf8_locale(),
-                                                   'XTERM_VERSION' not in os.environ)
+        self._printer = self._module.StatusPrinter(self.progress, self.fd, self.mode)
         output_sync.set_console_printer(self._printer)
         self._streams = (sys.stdout, sys.stderr)
         sys.stdout = _PrinterStream(sys.stdout, 1, self._printer)

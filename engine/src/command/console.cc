@@ -32,7 +32,7 @@ bool write_all(int fd, std::string_view data) {
   return true;
 }
 
-Writer g_writer;  // set once, before any command runs
+Writer g_writer;  // set while no command runs (set_writer)
 
 }  // namespace
 

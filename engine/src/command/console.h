@@ -2,9 +2,10 @@
 // failures, sh's message after direct exec), a command's captured output as one block
 // (the sync layer, stack/sync_layer.h; the launcher's distcc compiles), under one
 // process-wide lock so that neither is cut into by the other. A C++ driver's console is
-// fds 1 and 2; a binding whose runtime owns the console (the Python package: its
-// buffered streams, the status line's printer) hands both writes to it with
-// set_writer(), and its writer keeps its own lock. Thread-safe.
+// fds 1 and 2 (or its status line's printer, spawnpool/status.h); a binding whose runtime
+// owns the console (the Python package: its buffered streams, the status line's printer)
+// hands both writes to it with set_writer(), and its writer keeps its own lock.
+// Thread-safe.
 #pragma once
 
 #include <string_view>
@@ -28,7 +29,8 @@ struct Writer {
   void (*message)(std::string_view text) = nullptr;
   void (*output_block)(std::string_view out, std::string_view err) = nullptr;
 };
-/// Set once, before commands run (the Python module does it as it is imported).
+/// Set while no command runs: the Python module as it is imported, a C++ driver's
+/// status line (spawnpool::StatusLine) as it takes the console and gives it back.
 void set_writer(Writer writer);
 
 }  // namespace spawnpool::detail::console
