@@ -130,6 +130,18 @@ exec "$@"
 """
 
 
+def tools(work, name, script):
+    """`work`/bin/`name` running `script`, and the launcher at `work`/launcher.sh."""
+    (work / 'bin').mkdir(parents=True)
+    tool = work / 'bin' / name
+    tool.write_text(script)
+    launcher = work / 'launcher.sh'
+    launcher.write_text(LAUNCHER)
+    for path in (tool, launcher):
+        path.chmod(0o755)
+    return launcher
+
+
 def most_at_once(runs_log):
     events = []
     for kind, when in (l.split() for l in runs_log.read_text().splitlines()):
@@ -147,13 +159,7 @@ def test_cpp_build_driver_runs_every_feature_under_make(cpp_examples, tmp_path):
     if shutil.which('make') is None:
         pytest.skip('no make')
     work = tmp_path / 'work'
-    (work / 'bin').mkdir(parents=True)
-    cc = work / 'bin' / 'cc'
-    cc.write_text(FAKE_CC)
-    launcher = work / 'launcher.sh'
-    launcher.write_text(LAUNCHER)
-    for script in (cc, launcher):
-        script.chmod(0o755)
+    launcher = tools(work, 'cc', FAKE_CC)
     compiles = ['cc -c f%d.c -o f%d.o' % (i, i) for i in range(4)]
     (work / 'commands.txt').write_text('\n'.join(compiles + ['---', 'cat f0.o f3.o > app']) + '\n')
     driver = [cpp_examples / 'build_driver', '-j', '4', '--launcher', launcher,
@@ -206,13 +212,7 @@ def test_cpp_build_driver_bounds_local_commands(cpp_examples, tmp_path, local):
     """With a launcher, what it does not take runs on this machine at most --local N at
     once, by default as many as the CPUs this process may use (the one default every
     front end asks spawnpool::default_local_slots for)."""
-    (tmp_path / 'bin').mkdir()
-    link = tmp_path / 'bin' / 'link'
-    link.write_text(FAKE_LINK)
-    launcher = tmp_path / 'launcher.sh'
-    launcher.write_text(LAUNCHER)
-    for script in (link, launcher):
-        script.chmod(0o755)
+    launcher = tools(tmp_path, 'link', FAKE_LINK)
     (tmp_path / 'commands.txt').write_text('link\n' * 4)
     driver = [str(cpp_examples / 'build_driver'), '-j', '4', '--launcher', str(launcher)]
     if local is not None:
