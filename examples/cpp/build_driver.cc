@@ -5,8 +5,12 @@
 // end-of-build statistics, memory admission). A line `---` ends a stage: what follows
 // starts once everything before it has ended (the compiles, then the link).
 //
-//   build_driver [-j N] [--launcher CMD] [--local N] [--output=sync] [--trace FILE]
-//                [--stats] [--memory BUDGET] [--history FILE] [--status MODE] COMMANDS_FILE
+//   build_driver [-j N] [--launcher CMD] [--compilers LIST] [--local N] [--output=sync]
+//                [--trace FILE] [--report FILE] [--stats] [--memory BUDGET] [--history FILE]
+//                [--status MODE] [--direct-exec yes|no] [--jobserver yes|no]
+//                [--same-cpu-handoff yes|no] COMMANDS_FILE
+//
+// The options are those of `spawnpool run` (docs/features.md), spelled with a space.
 //
 // With a launcher, the commands it does not take (the links) run at most --local N at
 // once on this machine (default: spawnpool::default_local_slots, the usable CPUs).
@@ -20,8 +24,11 @@
 #include <spawnpool/jobserver.h>
 #include <spawnpool/memory_budget.h>
 #include <spawnpool/pool.h>
+#include <spawnpool/report.h>
 #include <spawnpool/session.h>
 #include <spawnpool/status.h>
+
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
@@ -43,16 +50,39 @@ struct Arguments {
   std::string history;
   spawnpool::MemoryBudget memory = spawnpool::MemoryBudget::off();
   std::string status = "auto";
+  std::string report;
+  bool temporary_trace = false;  // the trace exists for the report only
+  bool jobserver = true;
+  bool same_cpu_handoff = false;
   spawnpool::SessionOptions session;
 };
 
 [[noreturn]] void usage(const char* problem) {
   std::fprintf(stderr,
-               "build_driver: %s\nusage: build_driver [-j N] [--launcher CMD] [--local N] "
-               "[--output=sync] [--trace FILE] [--stats] [--memory BUDGET] "
-               "[--history FILE] [--status MODE] COMMANDS_FILE\n",
+               "build_driver: %s\nusage: build_driver [-j N] [--launcher CMD] "
+               "[--compilers LIST] [--local N] [--output=sync] [--trace FILE] [--report FILE] "
+               "[--stats] [--memory BUDGET] [--history FILE] [--status MODE] "
+               "[--direct-exec yes|no] [--jobserver yes|no] [--same-cpu-handoff yes|no] "
+               "COMMANDS_FILE\n",
                problem);
   std::exit(2);
+}
+
+bool yes_no(const std::string& option, const std::string& value) {
+  if (value == "yes") return true;
+  if (value == "no") return false;
+  usage((option + " takes yes or no").c_str());
+}
+
+std::vector<std::string> comma_separated(const std::string& list) {
+  std::vector<std::string> names;
+  std::size_t begin = 0;
+  for (std::size_t end; begin <= list.size(); begin = end + 1) {
+    end = list.find(',', begin);
+    if (end == std::string::npos) end = list.size();
+    if (end > begin) names.push_back(list.substr(begin, end - begin));
+  }
+  return names;
 }
 
 Arguments parse_arguments(int argc, char** argv) {
@@ -89,6 +119,16 @@ Arguments parse_arguments(int argc, char** argv) {
       args.history = value();
     } else if (arg == "--status") {
       args.status = value();
+    } else if (arg == "--compilers") {
+      args.session.compilers = comma_separated(value());
+    } else if (arg == "--report") {
+      args.report = value();
+    } else if (arg == "--direct-exec") {
+      args.session.direct_exec = yes_no(arg, value());
+    } else if (arg == "--jobserver") {
+      args.jobserver = yes_no(arg, value());
+    } else if (arg == "--same-cpu-handoff") {
+      args.same_cpu_handoff = yes_no(arg, value());
     } else if (!arg.empty() && arg[0] == '-') {
       usage(("unknown option " + arg).c_str());
     } else if (args.commands_file.empty()) {
@@ -98,6 +138,16 @@ Arguments parse_arguments(int argc, char** argv) {
     }
   }
   if (args.commands_file.empty()) usage("no COMMANDS_FILE");
+  if (!args.report.empty() && args.session.trace_path.empty()) {
+    // The report is drawn from a trace: without --trace, one in a temporary file.
+    const char* tmpdir = std::getenv("TMPDIR");
+    std::string path = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/build_driver-trace-XXXXXX";
+    const int fd = mkstemp(path.data());
+    if (fd < 0) usage("--report: cannot make a temporary trace file");
+    close(fd);
+    args.session.trace_path = path;
+    args.temporary_trace = true;
+  }
   if (stats) args.session.stats_slots = static_cast<int>(args.jobs);
   args.session.trace_process_name = "build_driver";
   return args;
@@ -127,6 +177,7 @@ spawnpool::PoolOptions pool_options(const Arguments& args,
   options.jobserver = std::move(jobserver);
   options.memory_budget = args.memory;
   options.memory_history_path = args.history;
+  options.same_cpu_handoff = args.same_cpu_handoff;
   // The installed package knows where its spawner is (the prefix may have moved);
   // $SPAWNPOOL_SPAWNER still wins, as with the built-in default.
 #ifdef SPAWNPOOL_INSTALLED_SPAWNER
@@ -175,12 +226,22 @@ std::size_t run_all(spawnpool::Session& session, spawnpool::StatusLine& status,
 
 }  // namespace
 
+// Removes a file at the end of main, on every path.
+struct RemovedAtExit {
+  std::string path;
+  ~RemovedAtExit() {
+    if (!path.empty()) std::remove(path.c_str());
+  }
+};
+
 int main(int argc, char** argv) {
   Arguments args = parse_arguments(argc, argv);
+  const RemovedAtExit temporary_trace{args.temporary_trace ? args.session.trace_path : ""};
   try {
     const std::vector<std::vector<std::string>> stages = read_stages(args.commands_file);
     // Opened first: the descriptors MAKEFLAGS names may be reused later in the process.
-    std::shared_ptr<spawnpool::Jobserver> jobserver = spawnpool::Jobserver::from_environment();
+    std::shared_ptr<spawnpool::Jobserver> jobserver;
+    if (args.jobserver) jobserver = spawnpool::Jobserver::from_environment();
     if (jobserver) {
       jobserver->keep_from_commands();
       if (!jobserver->usable() && jobserver->claim_warning())
@@ -205,6 +266,10 @@ int main(int argc, char** argv) {
     status.expect(0);
     status.finish();
     session.finish();
+    if (!args.report.empty()) {
+      const std::string problem = spawnpool::write_report(args.session.trace_path, args.report);
+      if (!problem.empty()) std::fprintf(stderr, "build_driver: --report: %s\n", problem.c_str());
+    }
     std::fputs(session.report().c_str(), stdout);
     std::printf("build_driver: %zu commands, %zu failed\n", commands, failed);
     return failed ? 1 : 0;

@@ -228,6 +228,56 @@ def test_cpp_build_driver_bounds_local_commands(cpp_examples, tmp_path, local):
     assert most_at_once(tmp_path / 'runs.log') == min(4, bound)
 
 
+# Prints the name of the process that started it: the spawner with direct exec, sh without.
+PARENT = r"""#!/bin/sh
+echo "parent $(cat /proc/$PPID/comm)"
+"""
+
+
+def test_cpp_build_driver_report_compilers_and_direct_exec(cpp_examples, tmp_path):
+    """--report without --trace writes the HTML report (from a temporary trace it removes);
+    --compilers names another compiler for the launcher; --direct-exec no runs every line
+    through sh."""
+    launcher = tools(tmp_path, 'foo-cc', FAKE_CC)
+    tool = tmp_path / 'bin' / 'parent'
+    tool.write_text(PARENT)
+    tool.chmod(0o755)
+    (tmp_path / 'commands.txt').write_text('foo-cc -c a.c -o a.o\nparent\n')
+    env = clean_env(PATH='%s:%s' % (tmp_path / 'bin', os.environ.get('PATH', '')),
+                    RUNS=str(tmp_path / 'runs.log'), TMPDIR=str(tmp_path))
+    driver = [str(cpp_examples / 'build_driver'), '--launcher', str(launcher),
+              '--compilers', 'foo-cc,bar-cc', '--report', 'report.html', 'commands.txt']
+    r = subprocess.run(driver, cwd=tmp_path, env=env, capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    assert r.returncode == 0, r
+    assert (tmp_path / 'launched.log').read_text() == 'launched: foo-cc -c a.c -o a.o\n'
+    page = (tmp_path / 'report.html').read_text()
+    assert page.startswith('<!DOCTYPE html>') or '<html' in page[:200], page[:200]
+    assert 'foo-cc -c a.c -o a.o' in page and 'http://' not in page.split('<script')[0]
+    assert not list(tmp_path.glob('build_driver-trace-*'))     # the temporary trace: gone
+    assert 'parent spawnpool' in r.stdout, r.stdout   # direct exec: the spawner, no sh between
+    r = subprocess.run(driver[:1] + ['--direct-exec', 'no', 'commands.txt'], cwd=tmp_path,
+                       env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    assert r.returncode == 0, r
+    assert 'parent sh\n' in r.stdout, r.stdout
+
+
+def test_cpp_build_driver_jobserver_no_under_make(cpp_examples, tmp_path):
+    """--jobserver no: make's tokens are not taken, so -j bounds the commands alone."""
+    if shutil.which('make') is None:
+        pytest.skip('no make')
+    tools(tmp_path, 'cc', FAKE_CC)
+    (tmp_path / 'commands.txt').write_text(
+        ''.join('cc -c f%d.c -o f%d.o\n' % (i, i) for i in range(4)))
+    driver = [cpp_examples / 'build_driver', '-j', '4', '--jobserver', 'no', 'commands.txt']
+    (tmp_path / 'GNUmakefile').write_text('all:\n\t+%s\n' % ' '.join(map(str, driver)))
+    env = clean_env(PATH='%s:%s' % (tmp_path / 'bin', os.environ.get('PATH', '')),
+                    RUNS=str(tmp_path / 'runs.log'))
+    env.pop('MAKEFLAGS', None)
+    run(['make', '-j2', '-s'], env=env, cwd=tmp_path)
+    assert most_at_once(tmp_path / 'runs.log') == 4
+
+
 STATUS_COMMANDS = 'echo one\nsleep 0.2; echo two\n---\necho three\n'
 
 

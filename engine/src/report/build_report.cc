@@ -1,5 +1,7 @@
 #include "engine/src/report/build_report.h"
 
+#include "spawnpool/report.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -89,3 +91,11 @@ std::string write_build_report(const std::string& trace_path, const std::string&
 }
 
 }  // namespace spawnpool::detail
+
+namespace spawnpool {
+
+std::string write_report(const std::string& trace_path, const std::string& report_path) {
+  return detail::write_build_report(trace_path, report_path);
+}
+
+}  // namespace spawnpool
