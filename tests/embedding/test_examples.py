@@ -56,10 +56,12 @@ def installed(tmp_path_factory):
 
 def test_install_layout(installed):
     assert (installed / 'include' / 'spawnpool' / 'pool.h').is_file()
-    assert (installed / 'include' / 'spawnpool' / 'session.h').is_file()
+    for header in ('session.h', 'status.h', 'report.h'):
+        assert (installed / 'include' / 'spawnpool' / header).is_file(), header
     libdir = next(p.parent for p in installed.rglob('libspawnpool.a'))
     assert (libdir / 'libspawnpool_protocol.a').is_file()
     assert (libdir / 'libspawnpool_stack.a').is_file()
+    assert (libdir / 'libspawnpool_report.a').is_file()
     assert (libdir / 'cmake' / 'spawnpool' / 'spawnpoolConfig.cmake').is_file()
     spawner = next(installed.rglob('spawnpool-spawner'))
     assert spawner.parent.name == 'spawnpool' and os.access(spawner, os.X_OK)
