@@ -58,7 +58,7 @@ TEST_CASE("line into a pipe: plain, unless CLICOLOR_FORCE asks for escape codes"
   CHECK(status_mode("auto", fds.pipe_write, conventions("dumb", true)) == StatusMode::kLine);
 }
 
-TEST_CASE("plain and off are what they say, anywhere; the setting's case and blanks do not matter") {
+TEST_CASE("plain and off are what they say anywhere, whatever the case and blanks around them") {
   Descriptors fds;
   for (int fd : {fds.terminal, fds.pipe_write}) {
     CHECK(status_mode("plain", fd, conventions("xterm", true)) == StatusMode::kPlain);
