@@ -16,7 +16,7 @@
 namespace spawnpool::protocol {
 
 inline constexpr std::uint64_t kMagic = 0x316c6f6f706e7073;  // "spnpool1"
-inline constexpr std::uint32_t kVersion = 5;  // 5: no CPU masks in SlotControl, kCpusNotGivenBack
+inline constexpr std::uint32_t kVersion = 6;  // 6: SlotControl::stop_signal
 
 // File descriptors a spawner finds at start (see docs/architecture.md).
 inline constexpr int kSegmentFd = 3;   // the shared-memory segment
@@ -72,6 +72,12 @@ struct alignas(64) SlotControl {
   // driver whatever the turn; read by the spawner for the same-CPU hand-off (which reads
   // the thread's CPU set from the kernel: no mask here, so no cap on CPU numbers).
   std::atomic<std::int32_t> waiter_tid;
+  // The first SIGINT, SIGTERM or SIGHUP this slot's spawner took (0: none). Spawners share
+  // the driver's process group, so a Ctrl-C reaches them as it reaches the driver, and
+  // a command it ends frees its slot before the driver's own handler may have run: the
+  // driver reads this before it starts a command (engine/src/pool/stop_signal.h).
+  // Written by the spawner's watch thread, read by the driver; never cleared.
+  std::atomic<std::int32_t> stop_signal;
 };
 
 struct RequestHeader {

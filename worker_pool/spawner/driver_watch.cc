@@ -58,7 +58,8 @@ bool handle_lifeline(int lifeline_fd, RunningChild& running, bool& goodbye) {
 // Loop structure: wait for the lifeline or a forwarded signal, handle what is ready. A
 // poll() that fails other than by EINTR (ENOMEM) is tried again 50 ms later, never at
 // once: spinning would take a CPU from the build for as long as the failure lasts.
-void watch(int lifeline_fd, int signal_fd, RunningChild& running, const SlotCgroup& slot_cgroup) {
+void watch(int lifeline_fd, int signal_fd, RunningChild& running, const SlotCgroup& slot_cgroup,
+           std::atomic<std::int32_t>& stop_signal) {
   bool goodbye = false;
   for (;;) {
     pollfd fds[2] = {{lifeline_fd, POLLIN, 0}, {signal_fd, POLLIN, 0}};
@@ -72,8 +73,12 @@ void watch(int lifeline_fd, int signal_fd, RunningChild& running, const SlotCgro
     if (fds[0].revents && !handle_lifeline(lifeline_fd, running, goodbye))
       end_with_driver(running, slot_cgroup, goodbye);
     signalfd_siginfo info;
-    if (fds[1].revents && read(signal_fd, &info, sizeof info) == sizeof info)
-      running.signal_group(static_cast<int>(info.ssi_signo));
+    if (fds[1].revents && read(signal_fd, &info, sizeof info) == sizeof info) {
+      const int sig = static_cast<int>(info.ssi_signo);
+      std::int32_t none = 0;  // the first stays; noted before the command can end of it
+      stop_signal.compare_exchange_strong(none, sig, std::memory_order_release);
+      running.signal_group(sig);
+    }
   }
 }
 
@@ -88,12 +93,14 @@ bool block_forwarded_signals() {
 
 // Without the signalfd the forwarded signals would stay blocked and never be read: a
 // spawner that cannot watch them must not serve.
-bool start_driver_watch(int lifeline_fd, RunningChild& running, const SlotCgroup& slot_cgroup) {
+bool start_driver_watch(int lifeline_fd, RunningChild& running, const SlotCgroup& slot_cgroup,
+                        std::atomic<std::int32_t>& stop_signal) {
   const sigset_t set = forwarded_signals();
   const int signal_fd = signalfd(-1, &set, SFD_CLOEXEC);
   if (signal_fd < 0) return false;
   try {
-    std::thread(watch, lifeline_fd, signal_fd, std::ref(running), std::cref(slot_cgroup))
+    std::thread(watch, lifeline_fd, signal_fd, std::ref(running), std::cref(slot_cgroup),
+                std::ref(stop_signal))
         .detach();
   } catch (const std::system_error& e) {
     close(signal_fd);

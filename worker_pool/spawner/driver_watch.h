@@ -7,8 +7,12 @@
 //    report to). Without the driver's goodbye (protocol::kGoodbye) first, the driver
 //    died: the spawners then remove the pool's cgroups themselves;
 //  - SIGINT/SIGTERM/SIGHUP to the spawner (it shares the driver's process group, so a
-//    Ctrl-C reaches it): forward the signal to the command, keep serving.
+//    Ctrl-C reaches it): note it in the slot's SlotControl::stop_signal, then forward it
+//    to the command, keep serving.
 #pragma once
+
+#include <atomic>
+#include <cstdint>
 
 #include "worker_pool/cgroup/cgroup_slot.h"
 #include "worker_pool/spawner/running_child.h"
@@ -21,7 +25,9 @@ bool block_forwarded_signals();
 
 /// Starts the watch thread, detached; it runs until the process exits. False, with
 /// errno set, when its signalfd or the thread cannot be created. `slot_cgroup` (open or
-/// not) must live as long as the process.
-bool start_driver_watch(int lifeline_fd, RunningChild& running, const SlotCgroup& slot_cgroup);
+/// not) and `stop_signal` (the slot's SlotControl::stop_signal) must live as long as the
+/// process.
+bool start_driver_watch(int lifeline_fd, RunningChild& running, const SlotCgroup& slot_cgroup,
+                        std::atomic<std::int32_t>& stop_signal);
 
 }  // namespace spawnpool::detail

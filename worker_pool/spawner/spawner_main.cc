@@ -166,7 +166,8 @@ int main(int argc, char** argv) {
   // Kill-all without a cgroup: what leaves a command's group stays our descendant.
   const bool subreaper = descendants && detail::become_subreaper();
   static detail::RunningChild running(&slot_cgroup, subreaper);
-  if (!detail::start_driver_watch(protocol::kLifelineFd, running, slot_cgroup))
+  if (!detail::start_driver_watch(protocol::kLifelineFd, running, slot_cgroup,
+                                  slot.control->stop_signal))
     die("starting the watch thread");
   // Before attaching, so the first command pays no one-time set-up (issue 13: the stats'
   // pool overhead of a short script was mostly the first command's).

@@ -54,10 +54,11 @@ struct PoolOptions {
   std::size_t local_slots = 0;
   /// The read end of a pipe that receives a byte (the signal's number) for each signal
   /// the driver takes (Python's signal.set_wakeup_fd()); -1: none. Before a dispatched
-  /// command starts, the pool looks there (and at SIGINT, SIGTERM, SIGHUP pending): one
-  /// of those means interrupt(sig) before the command starts. Closes the window between
-  /// a Ctrl-C, which frees slots as it kills the running commands, and the driver's own
-  /// handler, which may run later. Bytes of other signals are dropped. Not owned.
+  /// command starts, the pool looks there, at SIGINT, SIGTERM, SIGHUP pending, and at
+  /// those its spawners took (they are in the driver's process group): one of those
+  /// means interrupt(sig) before the command starts. Closes the window between a Ctrl-C,
+  /// which frees slots as it kills the running commands, and the driver's own handler,
+  /// which may run later. Bytes of other signals are dropped. Not owned.
   int stop_signal_fd = -1;
 
   // Memory-aware admission (docs/features.md, "Memory-aware admission"). Off by default:

@@ -10,7 +10,6 @@
 
 #include "engine/src/command/command_key.h"
 #include "engine/src/pool/command_fields.h"
-#include "engine/src/pool/stop_signal.h"
 #include "engine/src/scheduler/fifo_policy.h"
 #include "worker_pool/protocol/monotonic_clock.h"
 
@@ -133,6 +132,7 @@ PoolCore::PoolCore(const PoolOptions& options)
                   spawner_arguments(memory_.get(), options.slots),
                   memory_ ? memory_->cgroups() : nullptr),
       scheduler_(options.slots, policy_for(memory_.get()), 0, grants_for(options)),
+      stop_(options.stop_signal_fd),
       same_cpu_handoff_(options.same_cpu_handoff) {
   if (progress_) progress_->set_slots(options.slots, memory_ != nullptr);
   if (progress_ && options.jobserver)
@@ -212,15 +212,28 @@ void PoolCore::hand_over(JobState& job) {
 }
 
 // The driver took a stop signal its handler has not acted on yet (PoolOptions::
-// stop_signal_fd): this command and every queued one do not start.
+// stop_signal_fd), or was interrupted after this command's dispatch: this command and
+// every queued one do not start.
 bool PoolCore::stopped_before_start(JobState& job) {
-  if (options_.stop_signal_fd < 0) return false;
-  const int sig = stop_signal_arrived(options_.stop_signal_fd);
+  int sig = stop_.check();
+  if (!sig && options_.stop_signal_fd >= 0 && (sig = spawners_stop_signal())) stop_.note(sig);
   if (!sig) return false;
   scheduler_.interrupt(sig);
   finish_unsent(job, interrupted_by(sig));
   add_wait_fields(job.scheduling, job.result);
   return true;
+}
+
+// A stop signal that reached a spawner. The driver's own may not show yet: the kernel
+// takes a signal off the pending set for one thread, which can then wait for a CPU
+// before its handler writes the wake-up pipe, while the Ctrl-C's other effects (a
+// spawner forwarding it, the command ending, its slot and token freed) already
+// dispatched this command. The spawners are in the driver's process group, and any
+// slot freed by the Ctrl-C was freed by a spawner that noted it first.
+int PoolCore::spawners_stop_signal() const {
+  for (const auto& channel : channels_)
+    if (const int sig = channel->spawner_stop_signal()) return sig;
+  return 0;
 }
 
 // A job that got a slot but never reached its spawner gives the slot back at once.

@@ -16,6 +16,7 @@
 #include "engine/src/command/prepared_command.h"
 #include "engine/src/pool/pool_memory.h"
 #include "engine/src/pool/job_state.h"
+#include "engine/src/pool/stop_signal.h"
 #include "engine/src/progress/build_progress.h"
 #include "engine/src/scheduler/scheduler.h"
 #include "engine/src/spawners/segment.h"
@@ -45,8 +46,12 @@ class PoolCore {
   /// Sends `sig` to the process group of `job`'s command, if it still runs.
   void cancel(const JobState& job, int sig);
   void cancel_all(int sig);
-  /// Pool::interrupt(): queued and later commands come back as killed by `sig`.
-  void interrupt(int sig) { scheduler_.interrupt(sig); }
+  /// Pool::interrupt(): queued and later commands, and those dispatched but not yet
+  /// handed over, come back as killed by `sig`.
+  void interrupt(int sig) {
+    stop_.note(sig);
+    scheduler_.interrupt(sig);
+  }
   void close();
   std::size_t slot_count() const { return channels_.size(); }
   std::vector<int> spawner_pids() const { return supervisor_.pids(); }
@@ -60,6 +65,7 @@ class PoolCore {
   void add_memory_fields(const JobState& job, Result& r) const;
   static void add_wait_fields(const JobInfo& info, Result& r);
   bool stopped_before_start(JobState& job);
+  int spawners_stop_signal() const;
   void check_cpu_give_backs(int slot, const SlotChannel::Reply& reply);
   void progress_finished(JobState& job, const Result& r);
 
@@ -72,6 +78,7 @@ class PoolCore {
   std::vector<std::unique_ptr<SlotChannel>> channels_;  // one per slot
   SpawnerSupervisor supervisor_;
   Scheduler scheduler_;
+  StopLatch stop_;  // a stop signal or interrupt(): no dispatched command starts after it
   std::atomic<std::uint64_t> cancel_alls_{0};  // cancel_all() calls so far
   // The same-CPU hand-off (options_.same_cpu_handoff), until a CPU set could not be given
   // back after a pin (then off for the pool's life, said once).

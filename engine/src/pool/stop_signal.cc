@@ -40,4 +40,20 @@ int stop_signal_arrived(int wakeup_fd) {
   return 0;
 }
 
+int StopLatch::check() {
+  if (const int sig = seen_.load(std::memory_order_acquire)) return sig;
+  if (wakeup_fd_ < 0) return 0;
+  std::lock_guard<std::mutex> lock(read_mutex_);
+  if (const int sig = seen_.load(std::memory_order_acquire)) return sig;
+  const int sig = stop_signal_arrived(wakeup_fd_);
+  if (sig) note(sig);
+  return seen_.load(std::memory_order_acquire);
+}
+
+void StopLatch::note(int sig) {
+  if (sig <= 0) return;
+  int none = 0;
+  seen_.compare_exchange_strong(none, sig, std::memory_order_acq_rel);
+}
+
 }  // namespace spawnpool::detail

@@ -37,6 +37,10 @@ class SlotChannel {
   bool spawner_dead() const { return spawner_dead_.load(std::memory_order_seq_cst); }
   /// The spawner's running command (its process group leader), 0 if none.
   pid_t command_pid() const { return view_.control->child_pid.load(); }
+  /// The stop signal this slot's spawner took (SlotControl::stop_signal), or 0.
+  int spawner_stop_signal() const {
+    return view_.control->stop_signal.load(std::memory_order_acquire);
+  }
 
   // --- the exchange (the job holding the slot) ------------------------------------------
   /// Encodes `fields` as the slot's next request (its number is the channel's to give:
