@@ -202,6 +202,13 @@ def _after_setup_sig_handler():
         return
     if _pool is not None and _num_jobs() != _slots:
         _stale = True       # SetOption('num_jobs'), or --interactive's -j: resize first
+    if _session is not None and _session.interrupted:
+        # --interactive's next build after a Ctrl-C: the interrupted pool starts nothing
+        # more (its scheduler's interrupt, the stop its spawners noted), so a new one,
+        # and the last build's signal out of the watch's pipe.
+        _session.interrupted = False
+        _watch.drain()
+        _stale, _slots = True, 0
     from spawnpool.interrupts import STOP_SIGNALS, chain
     for signum in STOP_SIGNALS:
         handler = signal.getsignal(signum)

@@ -79,3 +79,34 @@ def test_sigterm_to_scons_alone_cancels_commands(pool_module, project, jobs, sig
     assert 'Traceback' not in run.stderr, run
     assert not os.path.exists('/proc/%d' % shell), 'the command is still running'
     assert not (project.root / 'sleeper.txt').exists()
+
+
+def test_interactive_build_after_ctrl_c_runs_its_commands(pool_module, projects):
+    # `scons --interactive`: Ctrl-C stops the build at the prompt's command, and SCons
+    # asks for the next one. The pool's interrupt (its scheduler's, the stop signal its
+    # spawners noted) is for that build only: the next build runs its commands, as stock.
+    for project, pool in zip(projects, (False, True)):
+        with open(project.root / 'SConstruct', 'a') as f:
+            f.write("env.Alias('after', env.Command('after.txt', [], 'echo after > $TARGET'))\n")
+        pid_file = project.root / 'sleeper.pid'
+        proc = subprocess.Popen(project.argv(['-Q', '-j2', '--interactive'], pool),
+                                cwd=project.root, env=project.env(pool),
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, start_new_session=True)
+        try:
+            proc.stdin.write(b'build sleeper\n')
+            proc.stdin.flush()
+            deadline = time.monotonic() + TIMEOUT
+            while time.monotonic() < deadline and not (
+                    pid_file.exists() and pid_file.read_text().strip().isdigit()):
+                time.sleep(0.05)
+            time.sleep(0.2)         # let the shell get into `sleep`
+            os.killpg(proc.pid, signal.SIGINT)
+            # Read once the interrupted build is over, as a user types the next command.
+            out, err = proc.communicate(b'build after\nexit\n', timeout=PATIENCE)
+        finally:
+            left = wait_session_empty(proc.pid)
+            kill_session(proc.pid)
+        assert not left, left
+        assert (project.root / 'after.txt').read_text() == 'after\n', (pool, out, err)
+        assert b'Build interrupted' in err or b'Error -2' in err, (pool, err)

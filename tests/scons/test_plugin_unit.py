@@ -269,7 +269,8 @@ def test_a_pool_made_before_the_watch_is_made_again_with_its_pipe(monkeypatch,
     copy.enable()
     settings = types.SimpleNamespace(trace=None, report=None, jobserver=True,
                                      commands_may_wait=lambda jobserver: True)
-    monkeypatch.setattr(copy, '_session', types.SimpleNamespace(settings=settings))
+    monkeypatch.setattr(copy, '_session',
+                        types.SimpleNamespace(settings=settings, interrupted=False))
     monkeypatch.setattr(copy, '_watch', FakeWatch(7 if watching_before else None))
     copy._stale, copy._pool, copy._slots = False, object(), 1
     scons.parser.values.num_jobs = 1

@@ -70,3 +70,15 @@ class SignalWatch:
             os.close(w)
             return
         self.fd = r
+
+    def drain(self):
+        """Drop the signal numbers written so far: a new build starts after an
+        interrupted one (SCons' --interactive), and its pool must not take the last
+        build's Ctrl-C for its own."""
+        if self.fd is None:
+            return
+        try:
+            while os.read(self.fd, 256):
+                pass
+        except BlockingIOError:
+            pass
