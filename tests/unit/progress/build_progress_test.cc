@@ -181,6 +181,41 @@ TEST_CASE_METHOD(test::StoreFixture, "the last build of the same targets gives t
   CHECK(warnings.messages().empty());
 }
 
+// An incremental build after an incremental one: the last build compiled other sources
+// (their keys never come again) before archiving the same libraries. The commands still
+// to come are the archives, predicted from where this build has come to in the last one;
+// over the whole of the last build they were taken for compiles (7 s instead of 16 s).
+TEST_CASE_METHOD(test::StoreFixture, "the commands to come are predicted from the point of the last build this one has reached", "[progress][history]") {
+  constexpr std::uint64_t kCompiler = 7, kArchiver = 8;
+  {
+    auto store = std::make_shared<HistoryStore>(path, test::store_options(20, 5000), warnings.sink());
+    BuildProgress progress(store, 42, 0);
+    const auto run = [&](std::uint64_t n, std::uint64_t program, std::int64_t seconds) {
+      const std::uint64_t id = progress.submitted(key(n, program), "cmd");
+      progress.started(id, 0);
+      progress.finished(id, false, seconds * kS);
+      store->record(key(n, program), 0, seconds * kS);  // as the pool does
+    };
+    for (std::uint64_t n = 1; n <= 8; ++n) run(n, kCompiler, 1);     // other sources' objects
+    for (std::uint64_t n = 101; n <= 104; ++n) run(n, kArchiver, 4); // the libraries
+    progress.finish(40 * kS);
+  }
+  auto store = std::make_shared<HistoryStore>(path, test::store_options(20, 5000), warnings.sink());
+  BuildProgress progress(store, 42, 0);
+  progress.set_slots(1, false);
+  for (std::uint64_t n = 11; n <= 18; ++n) {  // this build's sources: 1 s each, back to back
+    const std::uint64_t id = progress.submitted(key(n, kCompiler), "cc");
+    progress.started(id, static_cast<std::int64_t>(n - 11) * kS);
+    progress.finished(id, false, kS);
+  }
+  progress.set_expected_remaining(4);  // the driver: four archive commands to come
+  const StatusView view = progress.view(8 * kS);
+  CHECK(view.total == 12);
+  REQUIRE(view.remaining_s);
+  CHECK(*view.remaining_s == Approx(16));  // four 4 s archives on one slot
+  CHECK(warnings.messages().empty());
+}
+
 std::string read_all(int fd) {
   std::string out;
   char buffer[4096];
