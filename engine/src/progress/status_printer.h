@@ -3,9 +3,9 @@
 // now and then into a log (kPlain), and every other output of the build is written
 // through it, so that no output line is ever cut or overwritten by the status line.
 // kLine: before output, the line is cleared ("\r" and erase to the end of the line);
-// once the output ends with a newline, the line is drawn again; a thread redraws it every
-// 100 ms (the clock, the ETA), at the terminal's width read each time (so a resize,
-// SIGWINCH, is followed within a period). kPlain: a
+// once the output ends with a newline, the line is drawn again (the text drawn last); a
+// thread redraws it every 100 ms (the clock, the ETA, the counts), at the terminal's
+// width read each time (so a resize, SIGWINCH, is followed within a period). kPlain: a
 // line (status_format.h, no escape codes) every 10 s or every 10% of the total, only
 // between output lines. finish() clears the line and writes one summary line.
 // Thread-safe: write() and finish() from any thread; one mutex orders all output.
@@ -14,6 +14,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -69,6 +70,7 @@ class StatusPrinter {
   void print_plain(std::int64_t now_ns, bool force);  // mutex_ held
   bool on_status_terminal(int fd);                // mutex_ held
   void raw_write(int fd, std::string_view data);  // mutex_ held
+  void raw_writev(int fd, std::initializer_list<std::string_view> pieces);  // at most 4; mutex_ held
   std::size_t width();                            // mutex_ held
 
   std::shared_ptr<BuildProgress> progress_;
