@@ -308,6 +308,7 @@ std::vector<double> BuildProgress::expected_predictions(std::uint64_t to_come) c
   std::vector<double> rest =
       unseen_predictions(static_cast<std::size_t>(reached * static_cast<double>(last_durations_.size())));
   if (rest.size() < to_come) rest = unseen_predictions();
+  if (rest.size() <= to_come) return rest;  // all of them (the estimator sorts them)
   std::sort(rest.begin(), rest.end());
   return spread(rest, to_come);
 }
