@@ -263,6 +263,7 @@ class _Count:
         self._last_kinds = {}   # kind -> [units, commands, out of date, made ready] in
                                 # the last build of these targets (format_kinds)
         self._last_per_unit = None  # commands per unit in it, over all kinds
+        self._overall = None    # this build's, over all kinds, in the update under way
 
     def evaluated(self, task):
         with self._lock:
@@ -356,6 +357,7 @@ class _Count:
             stack.extend(self._parents.get(above, ()))
 
     def _expect(self):
+        self._overall = None    # this build's commands per unit over all kinds, once
         self._status.expect(round(sum(self._to_build(group, left) * self._per_unit(group[0])
                                       for group, left in self._left.items() if left)))
 
@@ -377,8 +379,13 @@ class _Count:
                 return commands / units
         if self._last_per_unit is not None:
             return self._last_per_unit
-        done = self._status.view()['done']
-        return done / self._executed if self._executed else 1.0
+        if not self._executed:
+            return 1.0
+        # A view (the ETA's arithmetic, under the progress's lock) at most once an update,
+        # not once for each kind: in a first build every update needs it.
+        if self._overall is None:
+            self._overall = self._status.view()['done'] / self._executed
+        return self._overall
 
     def _kinds_text(self):
         """Each kind's units built and their commands for the history (this build's, else

@@ -137,6 +137,32 @@ def test_without_a_history_a_kind_takes_this_builds_commands_per_unit(monkeypatc
     assert status.progress.units_built == 10
 
 
+def test_an_update_without_a_history_takes_one_view_at_most(monkeypatch):
+    # Two kinds not built yet (the libraries, the program) take this build's commands per
+    # unit over all kinds: from one view an update, not one a kind (a view is the ETA's
+    # arithmetic); none before a unit is built.
+    views = []
+
+    class CountingStatus(Status):
+        def view(self):
+            views.append(self.done)
+            return super().view()
+    status = CountingStatus(Progress())
+    count, targets = count_with(monkeypatch, status)
+    tm = Taskmaster()
+    first = Task(targets[TARGETS[0]], True, tm)
+    count.evaluated(first)
+    assert views == []
+    for name in TARGETS[1:9]:
+        task = Task(targets[name], True, tm)
+        count.evaluated(task)
+        task._spawnpool_commands = 1
+        status.done += 1
+        count.executed(task)
+    assert 0 < len(views) <= len(status.expected)
+    assert status.expected[-1] == 3     # two libraries and the program, 1 command a unit
+
+
 def test_the_history_keeps_each_kind_and_the_last_builds_for_kinds_not_built(monkeypatch):
     status = Status(Progress((14, 12), LAST_CLEAN_BUILD))
     count, targets = count_with(monkeypatch, status)
