@@ -57,6 +57,23 @@ void BuildProgress::begin(std::uint64_t targets_key, std::int64_t now_ns) {
   std::lock_guard<std::mutex> lock(mutex_);
   begin_locked(targets_key, now_ns);
   if (recorder_) record_begin();
+  changed();
+}
+
+void BuildProgress::set_change_listener(std::function<void()> listener) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  change_listener_ = std::move(listener);
+}
+
+void BuildProgress::listen_for_change() { listening_.store(true, std::memory_order_release); }
+
+// On the pool's path of every command: one atomic add, and the listener's call only at
+// the first change after it asked (a status line that is idle), not at each.
+void BuildProgress::changed() {
+  changes_.fetch_add(1, std::memory_order_acq_rel);
+  if (listening_.load(std::memory_order_acquire) &&
+      listening_.exchange(false, std::memory_order_acq_rel) && change_listener_)
+    change_listener_();
 }
 
 bool BuildProgress::record_to(const std::string& path, std::function<std::int64_t()> clock) {
@@ -135,6 +152,7 @@ void BuildProgress::set_slots(std::size_t slots, bool memory_admission) {
   slots_ = std::max<std::size_t>(slots, 1);
   memory_admission_ = memory_admission;
   if (recorder_) recorder_->slots(record_clock_(), slots_, memory_admission_);
+  changed();
 }
 
 void BuildProgress::set_token_waits(const void* owner, std::function<std::uint64_t()> waits) {
@@ -142,6 +160,7 @@ void BuildProgress::set_token_waits(const void* owner, std::function<std::uint64
   token_waits_owner_ = owner;
   token_waits_ = std::move(waits);
   if (recorder_) recorder_->token_waits(record_clock_(), static_cast<bool>(token_waits_));
+  changed();
 }
 
 void BuildProgress::clear_token_waits(const void* owner) {
@@ -150,6 +169,7 @@ void BuildProgress::clear_token_waits(const void* owner) {
   token_waits_owner_ = nullptr;
   token_waits_ = nullptr;
   if (recorder_) recorder_->token_waits(record_clock_(), false);
+  changed();
 }
 
 void BuildProgress::set_units_built(std::uint64_t units) {
@@ -175,6 +195,8 @@ std::string BuildProgress::last_build_kinds() const {
 
 void BuildProgress::set_expected_remaining(std::optional<std::uint64_t> commands) {
   std::lock_guard<std::mutex> lock(mutex_);
+  // SCons' count says it at each node it evaluates, mostly unchanged.
+  if (commands != expected_remaining_) changed();
   expected_remaining_ = commands;
   if (recorder_) recorder_->expected(record_clock_(), commands);
 }
@@ -195,6 +217,7 @@ std::uint64_t BuildProgress::submitted(const CommandKey& key, const std::string&
   const std::uint64_t id = next_id_++;
   if (recorder_) record_submitted(id, key);
   active_.emplace(id, std::move(command));
+  changed();
   return id;
 }
 
@@ -204,6 +227,7 @@ void BuildProgress::started(std::uint64_t id, std::int64_t now_ns) {
     it->second.started_ns = std::max<std::int64_t>(now_ns, 1);
     if (first_started_ns_ == 0) first_started_ns_ = it->second.started_ns;
     if (recorder_) recorder_->started(it->second.started_ns, id);
+    changed();
   }
 }
 
@@ -226,6 +250,7 @@ void BuildProgress::finished(std::uint64_t id, bool failed, std::int64_t duratio
   active_.erase(it);
   ++done_;
   if (failed) ++failed_;
+  changed();
 }
 
 std::uint64_t BuildProgress::failed() const {

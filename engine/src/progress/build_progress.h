@@ -5,9 +5,12 @@
 // Fed by the build's pools (submitted, started, finished: PoolOptions::progress) and by
 // the driver (how many commands it still expects). Spans pools: a resized build hands the
 // same BuildProgress to its next pool. Thread-safe: one mutex; every call but view() is
-// a lock and O(1) work; view() is O(running + pending predictions).
+// a lock and O(1) work; view() is O(running + pending predictions). changes() counts
+// what changed the view but the clock, so that the status line is drawn again only then
+// or when its clock moves (status_printer.h).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -92,6 +95,15 @@ class BuildProgress {
 
   std::uint64_t failed() const;
 
+  /// How many times what the view shows changed, the clock aside (a command submitted,
+  /// started or finished, the driver's expectation, the slots, a new begin); lock-free.
+  std::uint64_t changes() const { return changes_.load(std::memory_order_acquire); }
+  /// `listener` (nullptr: none) is called at the first change after each
+  /// listen_for_change(), from the thread making the change, with this object's lock
+  /// held: it must not call back into it, nor take a lock held around calls into it.
+  void set_change_listener(std::function<void()> listener);
+  void listen_for_change();
+
  private:
   struct Command {
     std::optional<double> predicted_s;  // the history's duration of it
@@ -145,6 +157,10 @@ class BuildProgress {
   std::string last_build_kinds_;                      // guarded by mutex_
   std::pair<std::uint64_t, std::uint64_t> last_build_;  // guarded by mutex_
   std::optional<StatusView> final_;                   // set by finish(); guarded
+  std::atomic<std::uint64_t> changes_{0};             // written under mutex_
+  std::atomic<bool> listening_{false};                // the listener waits for a change
+  std::function<void()> change_listener_;             // guarded by mutex_
+  void changed();                                     // mutex_ held
   std::unique_ptr<ProgressRecorder> recorder_;        // null: not recording; guarded
   std::function<std::int64_t()> record_clock_;        // stamps for recorder_; guarded
   void record_begin() const;                          // mutex_ held, recorder_ set

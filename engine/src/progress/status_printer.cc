@@ -7,6 +7,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "worker_pool/protocol/monotonic_clock.h"
 
 namespace spawnpool::detail {
@@ -19,7 +22,9 @@ constexpr std::string_view kClearLine = "\r\x1b[K";
 
 StatusPrinter::StatusPrinter(std::shared_ptr<BuildProgress> progress, StatusPrinterOptions options)
     : progress_(std::move(progress)), options_(options) {
-  last_plain_ns_ = monotonic_ns();
+  last_plain_ns_ = last_draw_ns_ = monotonic_ns();
+  next_second_ns_ = last_draw_ns_ + std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        options_.redraw_period).count();  // the first draw
   thread_ = std::thread([this] { run(); });
 }
 
@@ -37,12 +42,14 @@ std::string StatusPrinter::summary(const StatusView& view, std::uint64_t failed,
   return line;
 }
 
-// kLine: the line drawn again after the output is the text drawn last, not a new view:
-// a view of a build with a history sorts its predictions (tens of microseconds, under
-// the progress's mutex, which the pool's threads take at each command), and SCons
-// writes a line for every command; the redraw thread brings the text up to date within
-// its period. When the output goes to the status's own fd, the clear, the output and
-// the line go in one write (one system call instead of three, per line).
+// kLine: the line drawn again after the output is the text drawn last, not a new view,
+// but at most once a period, when the progress has changed: a view of a build with a
+// history sorts its predictions (tens of microseconds, under the progress's mutex, which
+// the pool's threads take at each command), and SCons writes a line for every command.
+// While output flows, the line is so kept current by the threads that write it, which
+// are awake anyway; the redraw thread, whose every wake-up costs (on a virtual machine,
+// more than the draw), need not wake up for it. When the output goes to the status's own
+// fd, the clear, the output and the line drawn last go in one write.
 void StatusPrinter::write(int fd, std::string_view data) {
   if (data.empty()) return;
   std::lock_guard<std::mutex> lock(mutex_);
@@ -55,12 +62,14 @@ void StatusPrinter::write(int fd, std::string_view data) {
   const std::string_view clear = shown_ ? kClearLine : std::string_view();
   shown_ = false;
   mid_line_ = data.back() != '\n';
-  if (mid_line_ || finished_ || last_drawn_.empty() || width_ == 0) {
+  const std::int64_t now_ns = monotonic_ns();
+  last_output_ns_ = now_ns;
+  if (mid_line_ || finished_ || last_drawn_.empty() || width_ == 0 || draw_is_due(now_ns)) {
     raw_write(options_.fd, clear);
     raw_write(fd, data);
     if (!mid_line_ && !finished_) {
       last_drawn_.clear();
-      draw(monotonic_ns());
+      draw(now_ns);
     }
     return;
   }
@@ -89,20 +98,58 @@ void StatusPrinter::finish(std::int64_t now_ns, bool interrupted) {
   raw_write(options_.fd, (mid_line_ ? "\n" : "") + summary(last, progress_->failed(), interrupted) + "\n");
 }
 
-// Each round: kLine redraws (the clock moves, commands start); kPlain prints when a
-// period has passed or the build crossed a step of its total.
+// kLine draws when the line would show something new; kPlain prints, once a second's
+// check, when a period has passed or the build crossed a step of its total.
 void StatusPrinter::run() {
   std::unique_lock<std::mutex> lock(mutex_);
-  const auto period = options_.mode == StatusMode::kLine ? options_.redraw_period
-                                                         : std::chrono::milliseconds(1000);
+  if (options_.mode == StatusMode::kLine) return redraw_when_changed(lock);
   while (!stop_) {
-    wake_.wait_for(lock, period, [&] { return stop_; });
-    if (stop_) break;
-    if (options_.mode == StatusMode::kLine)
-      draw(monotonic_ns());
-    else
-      print_plain(monotonic_ns(), false);
+    wake_.wait_for(lock, std::chrono::seconds(1), [&] { return stop_; });
+    if (!stop_) print_plain(monotonic_ns(), false);
   }
+}
+
+// The thread sleeps until the line would show something new that no output will draw:
+// the clock's next second, or a change of the progress once output has paused for a
+// period (at most one draw a period); while nothing changed and no output came for a
+// period, the progress's listener wakes it at the next change (else a change waits for
+// the output, or for the next second). The listener notifies without this mutex (it is called
+// under the progress's lock, which draw() takes inside this one): a wake-up lost in the
+// instant before the wait only delays the line to the next second.
+void StatusPrinter::redraw_when_changed(std::unique_lock<std::mutex>& lock) {
+  progress_->set_change_listener([this] { wake_.notify_one(); });
+  const std::int64_t period_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(options_.redraw_period).count();
+  while (!stop_) {
+    const std::int64_t now_ns = monotonic_ns();
+    const bool changed = progress_->changes() != drawn_changes_;
+    std::int64_t due_ns = next_second_ns_;
+    if (changed && now_ns - last_output_ns_ >= period_ns)
+      due_ns = std::min(due_ns, last_draw_ns_ + period_ns);
+    if (now_ns >= due_ns) {
+      draw(now_ns);
+      // Output that did not end its line made draw() wait: again in a period, not at once.
+      last_draw_ns_ = now_ns;
+      if (now_ns >= next_second_ns_) next_second_ns_ = now_ns + period_ns;
+      continue;
+    }
+    // While output flows, its writer draws the changes: no wake-up for them.
+    const bool listening = !changed && now_ns - last_output_ns_ >= period_ns;
+    if (listening) progress_->listen_for_change();
+    wake_.wait_for(lock, std::chrono::nanoseconds(due_ns - now_ns), [&] {
+      return stop_ || (listening && progress_->changes() != drawn_changes_);
+    });
+  }
+  lock.unlock();  // the listener goes under the progress's lock, not inside this one
+  progress_->set_change_listener(nullptr);
+  lock.lock();
+}
+
+// write(): the output ending a line draws a new view, not the text drawn last.
+bool StatusPrinter::draw_is_due(std::int64_t now_ns) const {
+  return progress_->changes() != drawn_changes_ &&
+         now_ns - last_draw_ns_ >=
+             std::chrono::duration_cast<std::chrono::nanoseconds>(options_.redraw_period).count();
 }
 
 void StatusPrinter::draw(std::int64_t now_ns) {
@@ -122,8 +169,17 @@ void StatusPrinter::draw(std::int64_t now_ns) {
       for (std::size_t rows = (drawn + columns - 1) / columns; rows > 1; --rows) out += "\x1b[A\x1b[K";
     last_drawn_.clear();
   }
+  drawn_changes_ = progress_->changes();  // before the view: a change after it draws again
+  last_draw_ns_ = now_ns;
+  const StatusView view = progress_->view(now_ns);
+  // The clock's next second, a millisecond past it so that the draw then shows it (and
+  // not within a period: at most one draw a period).
+  const double into_second = view.elapsed_s - std::floor(view.elapsed_s);
+  next_second_ns_ = now_ns + std::max<std::int64_t>(
+      static_cast<std::int64_t>((1.0 - into_second) * 1e9) + 1000000,
+      std::chrono::duration_cast<std::chrono::nanoseconds>(options_.redraw_period).count());
   const std::string text =
-      format_status(progress_->view(now_ns), columns > 1 ? columns - 1 : 0, options_.unicode);
+      format_status(view, columns > 1 ? columns - 1 : 0, options_.unicode);
   if (shown_ && text == last_drawn_) return;
   out += text;
   raw_write(options_.fd, out);

@@ -5,7 +5,10 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <functional>
 #include <string>
+#include <thread>
 
 #include "engine/src/progress/build_progress.h"
 #include "engine/src/progress/status_printer.h"
@@ -48,6 +51,33 @@ TEST_CASE("the progress counts commands and the driver's expectation", "[progres
   CHECK(last.done == 2);
   CHECK(last.total == 2);  // N = M: what ran
   CHECK(progress.view(9 * kS).total == 2);
+}
+
+// The status printer draws again when changes() moved, and its listener wakes it from an
+// idle sleep: once per listen_for_change(), at the first change, not at each.
+TEST_CASE("the progress counts its changes and calls its listener once per listen", "[progress]") {
+  BuildProgress progress(nullptr, 0, 0);
+  int calls = 0;
+  progress.set_change_listener([&] { ++calls; });
+  const std::uint64_t before = progress.changes();
+  progress.set_expected_remaining(3);
+  progress.set_expected_remaining(3);  // the same expectation: no change
+  CHECK(progress.changes() == before + 1);
+  CHECK(calls == 0);  // nobody listens yet
+  progress.listen_for_change();
+  const std::uint64_t a = progress.submitted(key(1), "cc -c a.c");
+  progress.started(a, kS);
+  CHECK(calls == 1);  // the first change, not the second
+  CHECK(progress.changes() == before + 3);
+  progress.listen_for_change();
+  progress.finished(a, false, kS);
+  CHECK(calls == 2);
+  progress.set_units_built(1);  // not shown on the line: no change
+  CHECK(progress.changes() == before + 4);
+  progress.set_change_listener(nullptr);
+  progress.listen_for_change();
+  progress.set_slots(2, false);  // no listener: nothing called
+  CHECK(calls == 2);
 }
 
 TEST_CASE("commands nothing predicts take the mean of those finished, not the median", "[progress]") {
@@ -251,27 +281,53 @@ TEST_CASE("the plain printer writes output whole and ends with the summary", "[p
   CHECK(out.substr(out.size() - summary.size()) == summary);
 }
 
-TEST_CASE("the line printer clears its line before output and draws it after", "[progress][printer]") {
+// What a line printer with `period` on a pipe writes while `drive` runs it, and its
+// finish(), at `finish_ns` (0: when `drive` returns).
+std::string line_printer_output(std::chrono::milliseconds period, std::int64_t finish_ns,
+                                const std::function<void(StatusPrinter&, int fd, BuildProgress&)>& drive) {
   int pipe_fds[2];
   REQUIRE(pipe(pipe_fds) == 0);
-  const std::int64_t start = monotonic_ns();
-  auto progress = std::make_shared<BuildProgress>(nullptr, 0, start);
+  auto progress = std::make_shared<BuildProgress>(nullptr, 0, finish_ns ? finish_ns : monotonic_ns());
   {
     StatusPrinterOptions options;
     options.fd = pipe_fds[1];
     options.mode = StatusMode::kLine;
-    options.redraw_period = std::chrono::milliseconds(100000);  // no redraw of its own
+    options.redraw_period = period;
     StatusPrinter printer(progress, options);
-    printer.write(pipe_fds[1], "one\n");
-    printer.write(pipe_fds[1], "two\n");
-    printer.finish(start);
+    drive(printer, pipe_fds[1], *progress);
+    printer.finish(finish_ns ? finish_ns : monotonic_ns());
   }
   close(pipe_fds[1]);
   const std::string out = read_all(pipe_fds[0]);
   close(pipe_fds[0]);
+  return out;
+}
+
+TEST_CASE("the line printer clears its line before output and draws it after", "[progress][printer]") {
+  const std::string out = line_printer_output(
+      std::chrono::milliseconds(100000), monotonic_ns(),  // no redraw of its own
+      [](StatusPrinter& printer, int fd, BuildProgress&) {
+        printer.write(fd, "one\n");
+        printer.write(fd, "two\n");
+      });
   const std::string line = "[0/0 0%] 0:00 elapsed, no estimate yet - 0 running";
   CHECK(out == "one\n\r\x1b[K" + line + "\r\x1b[Ktwo\n\r\x1b[K" + line + "\r\x1b[K" +
                    "[0/0 100%] 0:00 elapsed, done\n");
+}
+
+// While output flows, the line after an output line is the text drawn last (no view per
+// line), but a new view once the progress changed and a period has passed.
+TEST_CASE("the line printer draws a new view after output once a period has passed", "[progress][printer]") {
+  const std::string out = line_printer_output(
+      std::chrono::milliseconds(50), 0, [](StatusPrinter& printer, int fd, BuildProgress& progress) {
+        printer.write(fd, "one\n");
+        progress.set_expected_remaining(5);
+        std::this_thread::sleep_for(std::chrono::milliseconds(60));
+        printer.write(fd, "two\n");
+      });
+  const std::size_t two = out.find("two\n\r\x1b[K");
+  REQUIRE(two != std::string::npos);
+  CHECK(out.substr(two + 8, 5) == "[0/5 ");
 }
 
 TEST_CASE("the summary of a stopped build says interrupted, not done or failed", "[progress][printer]") {
