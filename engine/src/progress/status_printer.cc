@@ -113,9 +113,9 @@ void StatusPrinter::run() {
 // the clock's next second, or a change of the progress once output has paused for a
 // period (at most one draw a period); while nothing changed and no output came for a
 // period, the progress's listener wakes it at the next change (else a change waits for
-// the output, or for the next second). The listener notifies without this mutex (it is called
-// under the progress's lock, which draw() takes inside this one): a wake-up lost in the
-// instant before the wait only delays the line to the next second.
+// the output, or for the next second). The listener notifies without this mutex (it is
+// called under the progress's lock, which draw() takes inside this one): a wake-up lost
+// in the instant before the wait only delays the line to the next second.
 void StatusPrinter::redraw_when_changed(std::unique_lock<std::mutex>& lock) {
   progress_->set_change_listener([this] { wake_.notify_one(); });
   const std::int64_t period_ns =
@@ -155,8 +155,8 @@ bool StatusPrinter::draw_is_due(std::int64_t now_ns) const {
 void StatusPrinter::draw(std::int64_t now_ns) {
   if (mid_line_) return;  // a line of output is not finished: the status waits
   std::string out(kClearLine);
-  // The width is read at each draw (one ioctl, at most every redraw period and output
-  // line), so a resize is followed within a period. Not by a SIGWINCH handler of ours:
+  // The width is read at each draw (one ioctl, about once a period at most), so a resize
+  // is followed within a second (the clock's next draw, if nothing else draws first). Not by a SIGWINCH handler of ours:
   // the driver's runtime may hold SIGWINCH already (Python's readline does, in SCons).
   const std::size_t before = width_;
   width_ = 0;
