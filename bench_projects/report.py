@@ -903,7 +903,7 @@ def main():
 def keep_other_sections(markdown, text, keep_pythons):
     """text with the sections of the old report that this run has no results for: the
     memory benchmark's and its rows by environment (memory_report.py writes them), the
-    before/after tables (compare_spawn.py), the ETA benchmark's (eta_bench.py), and the
+    before/after tables (compare_spawn.py), the ETA benchmark's two (eta_bench.py), and the
     CPython one without build_pythons.json."""
     if not os.path.exists(markdown):
         return text
@@ -912,7 +912,8 @@ def keep_other_sections(markdown, text, keep_pythons):
     kept = [(memory_report.BEGIN, memory_report.END),
             (memory_report.ENV_BEGIN, memory_report.ENV_END),
             (compare_spawn.BEGIN, compare_spawn.END),
-            (eta_bench.BEGIN, eta_bench.END)]
+            (eta_bench.BEGIN, eta_bench.END),
+            (eta_bench.MIXED_BEGIN, eta_bench.MIXED_END)]
     if keep_pythons:
         kept.append((report_pythons.BEGIN, report_pythons.END))
     for begin, end in kept:

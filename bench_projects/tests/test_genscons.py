@@ -88,3 +88,23 @@ def test_scons_and_make_builds_agree(small_tree, tmp_path):
     # -Q leaves exactly one line per command SCons ran.
     assert len(scons_log.splitlines()) == counts["scons_commands"]
     assert verify_outputs.verify_builds(str(tree), [str(tree), str(make_out)]) == []
+
+
+def test_mixed_tree_weighs_some_libraries_and_builds_alike(tmp_path):
+    """--mixed: the same tree and counts, with padding functions in the sources of the
+    heavy libraries only (several weights), and the programs print what they did."""
+    uniform, mixed = tmp_path / "uniform", tmp_path / "mixed"
+    counts = generate(uniform, "--files", "40")
+    assert generate(mixed, "--files", "40", "--mixed") == counts
+    plain, weighed = tree_contents(uniform), tree_contents(mixed)
+    assert sorted(plain) == sorted(weighed)
+    padded = [p for p in plain if p.endswith(".c") and plain[p] != weighed[p]]
+    assert padded and len(padded) < sum(1 for p in plain if p.endswith(".c"))
+    assert all(weighed[p].startswith(plain[p]) and b"_pad0(" in weighed[p] for p in padded)
+    pads = {weighed[p].count(b"_pad") for p in padded}
+    assert len(pads) >= 2, pads    # more than one weight
+    if not all(shutil.which(tool) for tool in ("scons", "cc")):
+        pytest.skip("needs scons and cc on PATH to build the mixed tree")
+    log = build(["scons", "-j2", "-Q"], cwd=mixed)
+    assert len(log.splitlines()) == counts["scons_commands"]
+    assert verify_outputs.verify_builds(str(mixed), [str(mixed)]) == []

@@ -62,6 +62,17 @@ def test_full_report_keeps_the_eta_section_and_eta_bench_rewrites_only_its_own(t
     assert again.startswith("# Benchmarks\n\n## Spawn benchmark\n\nnew\n")
     assert again.count(eta_bench.BEGIN) == 1 and "measured" not in again
     assert "| 1 | line | 10.00 s | 10.00 s | 1.000 |" in again
+    # A mixed tree's run (--mixed) goes into a section of its own; the uniform one stays,
+    # and the full report keeps both.
+    result["shape"]["mixed"] = True
+    (tmp_path / "eta.json").write_text(json.dumps(result))
+    assert eta_bench.main_args(["--report", str(tmp_path / "eta.json"), "--markdown", str(markdown)]) == 0
+    both = markdown.read_text()
+    assert both.startswith(again) and both.count(eta_bench.MIXED_BEGIN) == 1
+    assert "## ETA benchmark (issue 18): a mixed tree" in both and "--files 50 --mixed`" in both
+    markdown.write_text(report.keep_other_sections(str(markdown), "# Benchmarks\n", keep_pythons=True))
+    kept = markdown.read_text()
+    assert kept.count(eta_bench.BEGIN) == 1 and kept.count(eta_bench.MIXED_BEGIN) == 1
 
 
 def test_compare_spawn_replaces_its_table_of_the_same_title(tmp_path):
