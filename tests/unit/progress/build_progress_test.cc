@@ -400,5 +400,41 @@ TEST_CASE("a history that only carries the last build's load does not skew the E
   }
 }
 
+
+// A tree with a heavy component not reached yet (genscons --mixed): 40 light commands
+// (0.06 s predicted, 0.05-0.07 s here, predictions and durations unrelated: the line is
+// flat) finished on 2 slots, then 10 compiles the history knows at 3 s each. The flat
+// line carried to them said 0.06 s each (an ETA of about 0.3 s); near the light ones
+// the line holds, beyond twice the longest seen the history's scale does: about 15 s.
+TEST_CASE("commands far longer than any finished keep their history's scale", "[progress][eta]") {
+  HistorySnapshot history;
+  std::uint32_t seed = 99;
+  auto jitter = [&seed] {  // in [0, 1), deterministic
+    seed = seed * 1664525u + 1013904223u;
+    return static_cast<double>(seed >> 8) / static_cast<double>(1u << 24);
+  };
+  for (int i = 0; i < 50; ++i) {
+    const double predicted = i < 40 ? 0.05 + 0.02 * jitter() : 3.0;
+    history.add(static_cast<std::uint64_t>(i + 1), 0, {0, static_cast<std::int64_t>(predicted * kS)});
+  }
+  BuildProgress progress(std::move(history), 0, 0);
+  progress.set_slots(2, false);
+  std::vector<std::uint64_t> ids;
+  for (int i = 0; i < 50; ++i) ids.push_back(progress.submitted(key(static_cast<std::uint64_t>(i + 1)), "cc"));
+  std::int64_t now = 0;
+  for (int i = 0; i < 40; i += 2) {  // two at a time, back to back
+    const std::int64_t took = static_cast<std::int64_t>((0.05 + 0.02 * jitter()) * kS);
+    progress.started(ids[i], now);
+    progress.started(ids[i + 1], now);
+    progress.finished(ids[i], false, took);
+    progress.finished(ids[i + 1], false, took);
+    now += took;
+  }
+  const StatusView view = progress.view(now);
+  REQUIRE(view.remaining_s);
+  INFO("ETA " << *view.remaining_s << " s for 10 commands of 3 s on 2 slots");
+  CHECK(*view.remaining_s == Approx(15).epsilon(0.2));
+}
+
 }  // namespace
 }  // namespace spawnpool::detail

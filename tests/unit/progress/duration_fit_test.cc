@@ -66,3 +66,34 @@ TEST_CASE("a line below zero for short commands falls back to the ratio") {
   CHECK(line.intercept == 0);
   CHECK(line(1) > 0);
 }
+
+TEST_CASE("the line holds near the predictions it was fitted to, the ratio beyond") {
+  // Light commands alike (0.05-0.07 s predicted, 0.06 s each here +-10%): the fit is
+  // nearly flat, their mean. A heavy command predicted 12 s, which this build has not
+  // run yet, is not one of them: the line up to twice the longest prediction seen and
+  // the ratio for the rest, about 12 s, not 0.06 s. A command predicted a little
+  // longer than those seen (0.1 s: maybe the last build's load) stays on the line.
+  DurationFit fit;
+  std::mt19937 random(3);
+  std::uniform_real_distribution<double> history(0.05, 0.07), actual(0.054, 0.066);
+  for (int i = 0; i < 60; ++i) fit.add(history(random), actual(random));
+  const DurationLine line = fit.line();
+  CHECK(line.slope < 0.5);
+  CHECK(line(0.06) == Approx(0.06).epsilon(0.1));
+  CHECK(line(0.1) == Approx(line.intercept + line.slope * 0.1));
+  CHECK(line(12.0) == Approx(12.0).epsilon(0.05));
+  // Below half the shortest prediction seen: scaled down towards 0, never below it.
+  CHECK(line(0.01) > 0);
+  CHECK(line(0.01) == Approx(line(line.low) * 0.01 / line.low).epsilon(1e-9));
+}
+
+TEST_CASE("the line is continuous where it stops holding") {
+  DurationFit fit;
+  for (int i = 0; i < 40; ++i) fit.add(0.1 + 0.01 * i, 0.2 + 0.005 * i);
+  const DurationLine line = fit.line();
+  CHECK(line.high == Approx(2 * (0.1 + 0.01 * 39)));
+  CHECK(line.low == Approx(0.05));
+  CHECK(line(line.high + 1e-9) == Approx(line(line.high)).margin(1e-6));
+  CHECK(line(line.low - 1e-9) == Approx(line(line.low)).margin(1e-6));
+  CHECK(line(line.high + 1) == Approx(line(line.high) + line.ratio).epsilon(1e-9));
+}
