@@ -8,6 +8,7 @@ import io
 import json
 import os
 import pathlib
+import shutil
 import signal
 import threading
 
@@ -443,8 +444,7 @@ def test_the_session_opens_the_history_the_engine_decides(tmp_path, capfd):
         made, warnings = session(**values)
         assert made.history is not None and warnings == [], values
         assert default.is_file(), values
-        default.unlink()
-        (tmp_path / '.spawnpool').rmdir()
+        shutil.rmtree(tmp_path / '.spawnpool')
     for values in ({}, {'status': 'off'}, {'status': 'plain', 'history': 'off'},
                    {'memory': 'auto', 'history': 'OFF'}):
         made, warnings = session(**values)

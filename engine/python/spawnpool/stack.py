@@ -100,8 +100,15 @@ class Session:
                 self.status = None
         # The status line needs every output line whole: commands are captured and printed
         # through its printer (output_sync.py), as with --output=sync.
-        self.sync = bool(self.status) or self._output_sync(settings, warn)
-        self.launcher = launcher = self._launcher(settings, warn)
+        later = []      # their warnings, said after the trace's
+        self.sync = bool(self.status) or self._output_sync(settings, later.append)
+        self.launcher = launcher = self._launcher(settings, later.append)
+        # The engine's stack (_spawnpool.Session), or None: no layer asked for, or no
+        # compiled module. Made now, before its pool, so that the trace's problems come
+        # before the build.
+        self._stack = self._make_stack(prefix, process_name, command_args)
+        for text in later:
+            warn(text)
         local = settings.local
         if local is not None and local < 1:
             warn('%s=%d: must be at least 1; ignored' % (settings.flag('local'), local))
@@ -121,9 +128,6 @@ class Session:
         self.local_slots = local or 0
         self.watch = watch
         self.base = self.runner = self.checks_runner = None
-        # The engine's stack (_spawnpool.Session), or None: no layer asked for, or no
-        # compiled module. Made now, so that the trace's problems come before the build.
-        self._stack = self._make_stack(prefix, process_name, command_args)
         self.interrupted = False    # a stop signal came (interrupt())
 
     def pool_options(self, warning_prefix='spawnpool: warning: '):
