@@ -45,13 +45,8 @@ bool lists_memory(int dir_fd, const char* file) {
 // Writes `change` ("+memory", "-memory") to the cgroup's cgroup.subtree_control; false
 // with errno set when it cannot.
 bool change_subtree_control(int dir_fd, const char* change) {
-  const int fd = open_at(dir_fd, "cgroup.subtree_control", O_WRONLY);
-  if (fd < 0) return false;
-  const bool done = write_text(fd, change);
-  const int number = errno;
-  close(fd);
-  errno = number;
-  return done;
+  return with_file_at(dir_fd, "cgroup.subtree_control", O_WRONLY,
+                      [&](int fd) { return write_text(fd, change); });
 }
 
 bool exists_at(int dir_fd, const char* name) {

@@ -148,8 +148,11 @@ TEST_CASE("what cannot be recorded or written is one warning, and the build goes
   SessionOptions options;
   options.warn = warnings.sink();
   options.option_prefix = "--process-spawner-";
-  // Without a trace: the command runs, finish() says nothing more, no file is left.
-  const auto goes_on_without = [&](Session& session) {
+  // Without a trace: one warning as the session is made, the command runs, finish()
+  // says nothing more, no file is left.
+  const auto goes_on_without = [&](const std::string& warning) {
+    Session session(base, options);
+    CHECK(warnings.seen == std::vector<std::string>{warning});
     CHECK(session.trace() == nullptr);
     CHECK(session.run(sh("true")).returncode == 0);
     session.finish();
@@ -169,20 +172,14 @@ TEST_CASE("what cannot be recorded or written is one warning, and the build goes
   SECTION("no temporary directory") {
     TmpdirSet tmpdir(dir / "missing");
     options.report_path = dir / "report.html";
-    Session session(base, options);
-    CHECK(warnings.seen == std::vector<std::string>{
-              "--process-spawner-report: cannot record the build in " + dir / "missing" +
-              ": No such file or directory"});
-    goes_on_without(session);
+    goes_on_without("--process-spawner-report: cannot record the build in " + dir / "missing" +
+                    ": No such file or directory");
   }
   SECTION("an unwritable trace: no report either") {
     options.trace_path = dir / "no-such-dir/trace.json";
     options.report_path = dir / "report.html";
-    Session session(base, options);
-    CHECK(warnings.seen == std::vector<std::string>{
-              "--process-spawner-trace: cannot write " + dir / "no-such-dir/trace.json" +
-              ": No such file or directory; no report either"});
-    goes_on_without(session);
+    goes_on_without("--process-spawner-trace: cannot write " + dir / "no-such-dir/trace.json" +
+                    ": No such file or directory; no report either");
   }
 }
 
