@@ -58,7 +58,10 @@ class OpenPoolLayer : public spawnpool::detail::Layer {
   std::weak_ptr<spawnpool::Pool> pool_;
 };
 
+// None: no base yet (stack.py makes the session before its pool; rebase() gives it one):
+// a command run before then is a pool_closed Result.
 std::unique_ptr<spawnpool::detail::Layer> bottom_layer(py::handle base) {
+  if (base.is_none()) return std::make_unique<OpenPoolLayer>(std::weak_ptr<spawnpool::Pool>());
   if (py::isinstance<PyPool>(base))
     if (std::shared_ptr<spawnpool::Pool> pool = base.cast<PyPool&>().shared_pool())
       return std::make_unique<OpenPoolLayer>(std::move(pool));
@@ -147,20 +150,53 @@ struct PyClassifier {
   }
 };
 
+// The session's warnings to the package's `warn` (called with the GIL, on the thread that
+// makes or finishes the session); the sentence decoded as file names are.
+std::function<void(const std::string&)> warn_hook(py::object warn) {
+  if (warn.is_none()) return {};
+  std::shared_ptr<py::object> callable(new py::object(std::move(warn)), [](py::object* object) {
+    py::gil_scoped_acquire acquire;
+    delete object;
+  });
+  return [callable](const std::string& sentence) {
+    py::gil_scoped_acquire acquire;
+    try {
+      (*callable)(fs_str(sentence));
+    } catch (py::error_already_set& e) {
+      e.discard_as_unraisable("spawnpool: a session's warning");
+    }
+  };
+}
+
+// The recording's options of a PySession: the trace and the report, as files.
+struct PyRecording {
+  py::object trace_path, report_path;
+  std::string process_name, command_line, option_prefix;
+  py::object warn;
+};
+
 // One build's stack (session.h) for stack.py: run() through every layer, run_checks()
 // below the launcher. The command is read with the GIL held (to_command), then the
-// layers run without it; the trace and the statistics (trace=, stats=: the package's
-// TraceWriter and BuildStatistics, shared) record there, and take the GIL only for
-// `command_args`, when one is given.
+// layers run without it; the trace and the statistics (the engine's trace, stats=: the
+// package's BuildStatistics, shared) record there, and take the GIL only for
+// `command_args`, when one is given. The trace and the report are the engine's
+// (trace_recording.h): opened here, written by finish().
 class PySession {
  public:
   PySession(py::handle base, py::handle launcher, py::handle compilers, bool direct_exec,
-            bool output_sync, std::string prefix, py::handle trace, py::handle stats,
-            py::object command_args) {
+            bool output_sync, std::string prefix, py::handle stats, py::object command_args,
+            PyRecording recording) {
     spawnpool::detail::SessionOptions options;
-    options.trace = trace_writer_of(trace);  // recorded below the launcher, without the GIL
+    if (!recording.trace_path.is_none()) options.trace_path = fs_bytes(recording.trace_path);
+    if (!recording.report_path.is_none()) options.report_path = fs_bytes(recording.report_path);
+    options.trace_process_name = std::move(recording.process_name);
+    options.trace_command_line = std::move(recording.command_line);
+    options.option_prefix = std::move(recording.option_prefix);
+    options.warn = warn_hook(std::move(recording.warn));
     options.statistics = statistics_of(stats);
-    if (options.trace) options.trace_args = trace_args_hook(std::move(command_args));
+    // Recorded below the launcher, without the GIL; the hook takes it.
+    if (!options.trace_path.empty() || !options.report_path.empty())
+      options.trace_args = trace_args_hook(std::move(command_args));
     options.direct_exec = direct_exec;
     options.output_sync = output_sync;
     options.message_prefix = std::move(prefix);
@@ -232,6 +268,12 @@ class PySession {
   }
   bool direct_exec() const { return session_->direct_exec(); }
   bool output_sync() const { return session_->output_sync(); }
+  std::shared_ptr<spawnpool::detail::TraceWriter> trace() const { return session_->trace(); }
+  /// Closes the trace and writes the report (its problems: `warn`).
+  void finish() {
+    py::gil_scoped_release release;  // the report reads the whole trace
+    session_->finish();
+  }
 
  private:
   std::unique_ptr<spawnpool::detail::Layer> base_;  // declared first: destroyed last
@@ -243,12 +285,25 @@ class PySession {
 void bind_stack(py::module_& m) {
   using spawnpool::detail::Launcher;
   py::class_<PySession>(m, "Session")
-      .def(py::init<py::handle, py::handle, py::handle, bool, bool, std::string, py::handle,
-                    py::handle, py::object>(),
-           py::arg("base"), py::arg("launcher") = py::none(), py::arg("compilers") = py::none(),
-           py::arg("direct_exec") = true, py::arg("output_sync") = false,
-           py::arg("prefix") = "spawnpool", py::arg("trace") = py::none(),
-           py::arg("stats") = py::none(), py::arg("command_args") = py::none())
+      .def(py::init([](py::handle base, py::handle launcher, py::handle compilers,
+                       bool direct_exec, bool output_sync, std::string prefix, py::handle stats,
+                       py::object command_args, py::object trace_path, py::object report_path,
+                       std::string process_name, std::string command_line,
+                       std::string option_prefix, py::object warn) {
+             return std::make_unique<PySession>(
+                 base, launcher, compilers, direct_exec, output_sync, std::move(prefix), stats,
+                 std::move(command_args),
+                 PyRecording{std::move(trace_path), std::move(report_path),
+                             std::move(process_name), std::move(command_line),
+                             std::move(option_prefix), std::move(warn)});
+           }),
+           py::arg("base") = py::none(), py::arg("launcher") = py::none(),
+           py::arg("compilers") = py::none(), py::arg("direct_exec") = true,
+           py::arg("output_sync") = false, py::arg("prefix") = "spawnpool",
+           py::arg("stats") = py::none(), py::arg("command_args") = py::none(),
+           py::arg("trace_path") = py::none(), py::arg("report_path") = py::none(),
+           py::arg("process_name") = "spawnpool", py::arg("command_line") = "",
+           py::arg("option_prefix") = "--", py::arg("warn") = py::none())
       .def("run", [](PySession& s, py::handle command) { return s.run(command, false); },
            py::arg("command"), "Run a build command through every layer.")
       .def("run_checks", [](PySession& s, py::handle command) { return s.run(command, true); },
@@ -260,7 +315,11 @@ void bind_stack(py::module_& m) {
       .def_property_readonly("launcher_name", &PySession::launcher_name)
       .def_property_readonly("launcher_found", &PySession::launcher_found)
       .def_property_readonly("direct_exec", &PySession::direct_exec)
-      .def_property_readonly("output_sync", &PySession::output_sync);
+      .def_property_readonly("output_sync", &PySession::output_sync)
+      .def_property_readonly("trace", &PySession::trace,
+                             "The engine's TraceWriter being recorded, or None.")
+      .def("finish", &PySession::finish,
+           "The end of the build: the trace closed, the report written (idempotent).");
 
   py::class_<PyClassifier>(m, "CompileClassifier")
       .def(py::init([](py::handle extra) { return PyClassifier(string_list(extra)); }),
@@ -325,6 +384,18 @@ void bind_stack(py::module_& m) {
   m.def("default_local_slots", &spawnpool::default_local_slots, py::arg("launcher"),
         "The local slots of a build that names none: with a launcher, the usable CPUs; "
         "else 0 (no bound).");
+  m.def("history_path", [](const std::string& setting, const std::string& default_path,
+                           py::handle base_dir, bool memory, bool status_shown,
+                           const std::string& option_prefix, py::object warn) -> py::object {
+          spawnpool::HistoryOptions options{setting, default_path,
+                                            base_dir.is_none() ? "" : fs_bytes(base_dir),
+                                            memory, status_shown, option_prefix};
+          const std::string path = spawnpool::history_path(options, warn_hook(std::move(warn)));
+          if (path.empty()) return py::none();
+          return fs_str(path);
+        }, py::arg("setting"), py::arg("default_path"), py::arg("base_dir"), py::arg("memory"),
+        py::arg("status_shown"), py::arg("option_prefix") = "--", py::arg("warn") = py::none(),
+        "The build's history file, or None (spawnpool::history_path, session.h).");
   m.def("split_simple_command", [](py::handle line) -> py::object {
           const auto words = spawnpool::detail::split_simple_command(fs_bytes(line));
           if (!words) return py::none();

@@ -92,11 +92,6 @@ std::shared_ptr<detail::TraceWriter> open_trace(py::handle path, const std::stri
 
 }  // namespace
 
-std::shared_ptr<detail::TraceWriter> trace_writer_of(py::handle writer) {
-  if (writer.is_none()) return nullptr;
-  return writer.cast<std::shared_ptr<detail::TraceWriter>>();
-}
-
 std::shared_ptr<detail::BuildStatistics> statistics_of(py::handle statistics) {
   if (statistics.is_none()) return nullptr;
   return statistics.cast<std::shared_ptr<detail::BuildStatistics>>();

@@ -18,8 +18,7 @@ namespace spawnpool::python {
 /// Adds BuildStatistics and TraceWriter to the module.
 void bind_statistics(pybind11::module_& m);
 
-/// The engine's object behind a _spawnpool.TraceWriter / BuildStatistics (null for None).
-std::shared_ptr<detail::TraceWriter> trace_writer_of(pybind11::handle writer);
+/// The engine's object behind a _spawnpool.BuildStatistics (null for None).
 std::shared_ptr<detail::BuildStatistics> statistics_of(pybind11::handle statistics);
 
 /// The trace layer's hook for `command_args` (a callable returning a dict of more args

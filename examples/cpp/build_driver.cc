@@ -15,7 +15,10 @@
 // With a launcher, the commands it does not take (the links) run at most --local N at
 // once on this machine (default: spawnpool::default_local_slots, the usable CPUs).
 // --status auto|line|plain|off (default auto: a line at the bottom of a terminal, nothing
-// into a pipe) shows the build's progress with an ETA learned in --history.
+// into a pipe) shows the build's progress with an ETA learned in --history, which is kept
+// where the status line or memory admission reads it (spawnpool::history_path). --report
+// writes the HTML report at the end (SessionOptions::report_path: the session records
+// the trace for it, in a temporary file without --trace).
 //
 // Under `make` (a recipe line starting with '+'), make's jobserver bounds how many
 // commands run at once: the pool's scheduler takes a token for each command beyond the
@@ -24,11 +27,8 @@
 #include <spawnpool/jobserver.h>
 #include <spawnpool/memory_budget.h>
 #include <spawnpool/pool.h>
-#include <spawnpool/report.h>
 #include <spawnpool/session.h>
 #include <spawnpool/status.h>
-
-#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
@@ -50,8 +50,6 @@ struct Arguments {
   std::string history;
   spawnpool::MemoryBudget memory = spawnpool::MemoryBudget::off();
   std::string status = "auto";
-  std::string report;
-  bool temporary_trace = false;  // the trace exists for the report only
   bool jobserver = true;
   bool same_cpu_handoff = false;
   spawnpool::SessionOptions session;
@@ -122,7 +120,7 @@ Arguments parse_arguments(int argc, char** argv) {
     } else if (arg == "--compilers") {
       args.session.compilers = comma_separated(value());
     } else if (arg == "--report") {
-      args.report = value();
+      args.session.report_path = value();
     } else if (arg == "--direct-exec") {
       args.session.direct_exec = yes_no(arg, value());
     } else if (arg == "--jobserver") {
@@ -138,16 +136,6 @@ Arguments parse_arguments(int argc, char** argv) {
     }
   }
   if (args.commands_file.empty()) usage("no COMMANDS_FILE");
-  if (!args.report.empty() && args.session.trace_path.empty()) {
-    // The report is drawn from a trace: without --trace, one in a temporary file.
-    const char* tmpdir = std::getenv("TMPDIR");
-    std::string path = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/build_driver-trace-XXXXXX";
-    const int fd = mkstemp(path.data());
-    if (fd < 0) usage("--report: cannot make a temporary trace file");
-    close(fd);
-    args.session.trace_path = path;
-    args.temporary_trace = true;
-  }
   if (stats) args.session.stats_slots = static_cast<int>(args.jobs);
   args.session.trace_process_name = "build_driver";
   return args;
@@ -168,15 +156,24 @@ std::vector<std::vector<std::string>> read_stages(const std::string& path) {
   return stages;
 }
 
+// The pool's options; the history where the status line (`status_shown`) or memory
+// admission reads it, as every front end decides it.
 spawnpool::PoolOptions pool_options(const Arguments& args,
-                                    std::shared_ptr<spawnpool::Jobserver> jobserver) {
+                                    std::shared_ptr<spawnpool::Jobserver> jobserver,
+                                    bool status_shown) {
   spawnpool::PoolOptions options;
   options.slots = args.jobs;
   options.local_slots = args.local_slots.value_or(
       spawnpool::default_local_slots(args.session.launcher));
   options.jobserver = std::move(jobserver);
   options.memory_budget = args.memory;
-  options.memory_history_path = args.history;
+  spawnpool::HistoryOptions history;
+  history.setting = args.history;
+  history.memory = args.memory.enabled();
+  history.status_shown = status_shown;
+  options.memory_history_path = spawnpool::history_path(history, [](const std::string& warning) {
+    std::fprintf(stderr, "build_driver: %s\n", warning.c_str());
+  });
   options.same_cpu_handoff = args.same_cpu_handoff;
   // The installed package knows where its spawner is (the prefix may have moved);
   // $SPAWNPOOL_SPAWNER still wins, as with the built-in default.
@@ -226,17 +223,8 @@ std::size_t run_all(spawnpool::Session& session, spawnpool::StatusLine& status,
 
 }  // namespace
 
-// Removes a file at the end of main, on every path.
-struct RemovedAtExit {
-  std::string path;
-  ~RemovedAtExit() {
-    if (!path.empty()) std::remove(path.c_str());
-  }
-};
-
 int main(int argc, char** argv) {
   Arguments args = parse_arguments(argc, argv);
-  const RemovedAtExit temporary_trace{args.temporary_trace ? args.session.trace_path : ""};
   try {
     const std::vector<std::vector<std::string>> stages = read_stages(args.commands_file);
     // Opened first: the descriptors MAKEFLAGS names may be reused later in the process.
@@ -250,7 +238,7 @@ int main(int argc, char** argv) {
     // The status line reports from the pool and prints every output line whole (it
     // turns output sync on): attached before the pool and the session are made.
     spawnpool::StatusLine status(args.status);
-    spawnpool::PoolOptions options = pool_options(args, jobserver);
+    spawnpool::PoolOptions options = pool_options(args, jobserver, status.shown());
     status.attach(options, args.session);
     spawnpool::Pool pool(options);
     spawnpool::Session session(pool, args.session);
@@ -265,18 +253,14 @@ int main(int argc, char** argv) {
     }
     status.expect(0);
     status.finish();
-    session.finish();
-    if (!args.report.empty()) {
-      const std::string problem = spawnpool::write_report(args.session.trace_path, args.report);
-      if (!problem.empty()) std::fprintf(stderr, "build_driver: --report: %s\n", problem.c_str());
-    }
+    session.finish();  // the trace closed, the report written (a problem: a warning)
     std::fputs(session.report().c_str(), stdout);
     std::printf("build_driver: %zu commands, %zu failed\n", commands, failed);
     return failed ? 1 : 0;
   } catch (const std::invalid_argument& e) {  // a launcher not a plain command, a bad --status
     std::fprintf(stderr, "build_driver: %s\n", e.what());
     return 2;
-  } catch (const std::exception& e) {  // no pool (spawner missing), trace unwritable...
+  } catch (const std::exception& e) {  // no pool (spawner missing), a file unreadable...
     std::fprintf(stderr, "build_driver: %s\n", e.what());
     return 1;
   }

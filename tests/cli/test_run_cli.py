@@ -182,6 +182,31 @@ def test_trace_has_one_event_per_command(tmp_path):
     assert {'name': 'slot 0'} in [e['args'] for e in names if e['name'] == 'thread_name']
 
 
+def test_report_from_the_engines_temporary_trace_and_its_warnings(tmp_path):
+    """--report without --trace: the engine records a trace of its own for it, in $TMPDIR,
+    and leaves nothing there; a report that cannot be written is a warning at the end
+    (it was lost before: only the warnings of the start were printed), the build's
+    status unchanged."""
+    cmds = write_lines(tmp_path / 'cmds', ['echo built'])
+    tmp = tmp_path / 'tmp'
+    tmp.mkdir()
+    env = dict(module_env(), TMPDIR=str(tmp))
+    rc, out, err = spawnpool_run(['--report=r.html', str(cmds)], tmp_path, env=env)
+    assert (rc, out, err) == (0, 'built\n', '')
+    assert 'echo built' in (tmp_path / 'r.html').read_text()
+    assert list(tmp.iterdir()) == []
+    rc, out, err = spawnpool_run(['--report=no-dir/r.html', str(cmds)], tmp_path, env=env)
+    assert (rc, out) == (0, 'built\n')
+    assert err.startswith('spawnpool: --report: cannot write %s' % (tmp_path / 'no-dir')), err
+    assert list(tmp.iterdir()) == []
+    env['TMPDIR'] = str(tmp_path / 'missing')
+    rc, out, err = spawnpool_run(['--report=r2.html', str(cmds)], tmp_path, env=env)
+    assert (rc, out) == (0, 'built\n')
+    assert err == ('spawnpool: --report: cannot record the build in %s: No such file or '
+                   'directory\n' % (tmp_path / 'missing')), err
+    assert not (tmp_path / 'r2.html').exists()
+
+
 def test_stats(tmp_path):
     cmds = write_lines(tmp_path / 'cmds', ['sleep 0.2', 'sleep 0.1', 'exit 1', 'true'])
     rc, _, err = spawnpool_run(['-j2', '-k', '--stats', str(cmds)], tmp_path)

@@ -256,12 +256,39 @@ def test_cpp_build_driver_report_compilers_and_direct_exec(cpp_examples, tmp_pat
     page = (tmp_path / 'report.html').read_text()
     assert page.startswith('<!DOCTYPE html>') or '<html' in page[:200], page[:200]
     assert 'foo-cc -c a.c -o a.o' in page and 'http://' not in page.split('<script')[0]
-    assert not list(tmp_path.glob('build_driver-trace-*'))     # the temporary trace: gone
+    assert not list(tmp_path.glob('*trace*'))     # the session's temporary trace: gone
     assert 'parent spawnpool' in r.stdout, r.stdout   # direct exec: the spawner, no sh between
     r = subprocess.run(driver[:1] + ['--direct-exec', 'no', 'commands.txt'], cwd=tmp_path,
                        env=env, capture_output=True, text=True, timeout=TIMEOUT)
     assert r.returncode == 0, r
     assert 'parent sh\n' in r.stdout, r.stdout
+
+
+def test_cpp_build_driver_report_and_history_problems_are_warnings(cpp_examples, tmp_path):
+    """The session's report (SessionOptions::report_path) that cannot be written is one
+    warning at the end and the build's status stays; the history (spawnpool::history_path)
+    is kept where the status line reads it, and one named where nothing reads it is a
+    warning and no file."""
+    (tmp_path / 'commands.txt').write_text('true\n')
+    env = clean_env(TMPDIR=str(tmp_path))
+    driver = [str(cpp_examples / 'build_driver'), '--status', 'off']
+
+    def run(*args):
+        return subprocess.run(driver + list(args) + ['commands.txt'], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=TIMEOUT)
+    r = run('--report', 'no-dir/report.html')
+    assert r.returncode == 0, r
+    assert r.stderr.startswith('build_driver: --report: cannot write no-dir/report.html'), r
+    assert r.stderr.count('\n') == 1, r
+    assert not list(tmp_path.glob('*trace*'))
+    r = run('--history', 'h.db')
+    assert r.returncode == 0, r
+    assert r.stderr == ('build_driver: --history: only used with --memory or --status; '
+                        'ignored\n'), r
+    assert not (tmp_path / 'h.db').exists()
+    r = run('--status', 'plain', '--history', 'h.db')
+    assert r.returncode == 0 and r.stderr == '', r
+    assert (tmp_path / 'h.db').is_file()
 
 
 def test_cpp_build_driver_jobserver_no_under_make(cpp_examples, tmp_path):

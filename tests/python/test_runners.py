@@ -8,6 +8,7 @@ import io
 import json
 import os
 import pathlib
+import shutil
 import signal
 import threading
 
@@ -423,6 +424,44 @@ def test_session_warns_of_a_history_without_memory():
     warnings = []
     Session(options.Settings(history="h.db"), 1, warnings.append)
     assert warnings == ["--history: only used with --memory or --status; ignored"]
+
+
+def test_the_session_opens_the_history_the_engine_decides(tmp_path, capfd):
+    """spawnpool::history_path decides (session.h): kept with the status line or memory
+    admission, at the default (.spawnpool/ at the top) or the named path; none when
+    neither reads it or it is off; a tree where it cannot be made is one warning."""
+    def session(**values):
+        warnings = []
+        settings = options.Settings('--process-spawner-', str(tmp_path), '.spawnpool' + os.sep,
+                                    **values)
+        made = Session(settings, 1, warnings.append, prefix='scons')
+        made.finish()
+        return made, warnings
+
+    default = tmp_path / '.spawnpool' / options.HISTORY_FILE
+    for values in ({'status': 'plain'}, {'memory': 'auto'},
+                   {'status': 'plain', 'memory': 'auto'}):
+        made, warnings = session(**values)
+        assert made.history is not None and warnings == [], values
+        assert default.is_file(), values
+        shutil.rmtree(tmp_path / '.spawnpool')
+    for values in ({}, {'status': 'off'}, {'status': 'plain', 'history': 'off'},
+                   {'memory': 'auto', 'history': 'OFF'}):
+        made, warnings = session(**values)
+        assert made.history is None and warnings == [], values
+        assert not (tmp_path / '.spawnpool').exists(), values
+    made, warnings = session(status='plain', history='state.db')
+    assert made.history is not None and (tmp_path / 'state.db').is_file()
+    made, warnings = session(status='off', history='other.db')
+    assert made.history is None and not (tmp_path / 'other.db').exists()
+    assert warnings == ['--process-spawner-history: only used with --process-spawner-memory '
+                        'or --process-spawner-status; ignored']
+    capfd.readouterr()
+    (tmp_path / '.spawnpool').write_text('not a directory\n')    # as a read-only tree
+    made, warnings = session(status='plain')
+    err = capfd.readouterr().err
+    assert warnings == [] and err.count('warning') == 1, err
+    assert err.startswith('scons: warning: --process-spawner-history: '), err
 
 
 def test_pool_memory_budget_values(tmp_path):

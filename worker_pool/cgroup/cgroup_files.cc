@@ -114,24 +114,14 @@ bool read_all(int fd, std::string& out) {
   }
 }
 
-// Opens `path`, runs `use` on the descriptor, closes it; errno stays use's.
-template <typename Use>
-bool with_file(const std::string& path, int flags, Use&& use) {
-  const int fd = open_at(AT_FDCWD, path.c_str(), flags);
-  if (fd < 0) return false;
-  const bool ok = use(fd);
-  const int error = errno;
-  close(fd);
-  errno = error;
-  return ok;
-}
-
 bool read_file_text(const std::string& path, std::string& out) {
-  return with_file(path, O_RDONLY, [&](int fd) { return read_all(fd, out); });
+  return with_file_at(AT_FDCWD, path.c_str(), O_RDONLY,
+                      [&](int fd) { return read_all(fd, out); });
 }
 
 bool write_file_text(const std::string& path, std::string_view text) {
-  return with_file(path, O_WRONLY, [&](int fd) { return write_text(fd, text); });
+  return with_file_at(AT_FDCWD, path.c_str(), O_WRONLY,
+                      [&](int fd) { return write_text(fd, text); });
 }
 
 std::vector<pid_t> parse_pid_list(std::string_view text) {

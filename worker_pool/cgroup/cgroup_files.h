@@ -5,7 +5,9 @@
 #pragma once
 
 #include <sys/types.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -41,6 +43,19 @@ bool read_all(int fd, std::string& out);
 /// Names of the subdirectories (child cgroups) of the directory open at `dir_fd` that
 /// start with `prefix` ("" for all); none where it cannot be listed.
 std::vector<std::string> subdirectories(int dir_fd, const std::string& prefix);
+
+/// Opens `name` under `dir_fd` (AT_FDCWD: a path), runs `use(fd)` on it and closes it;
+/// false when it cannot be opened, else what `use` returned, with errno as `use` left it.
+template <typename Use>
+bool with_file_at(int dir_fd, const char* name, int flags, Use&& use) {
+  const int fd = open_at(dir_fd, name, flags);
+  if (fd < 0) return false;
+  const bool ok = use(fd);
+  const int error = errno;
+  ::close(fd);
+  errno = error;
+  return ok;
+}
 
 /// Path-based forms for set-up and tear-down, where one open per call does not matter.
 bool read_file_text(const std::string& path, std::string& out);

@@ -25,12 +25,8 @@ void sleep_briefly() {
 }
 
 bool read_pids(int dir_fd, std::string& buffer, std::vector<pid_t>& pids) {
-  const int fd = open_at(dir_fd, "cgroup.procs", O_RDONLY);
-  if (fd < 0) return false;
-  const bool ok = read_all(fd, buffer);
-  const int error = errno;
-  close(fd);
-  errno = error;
+  const bool ok = with_file_at(dir_fd, "cgroup.procs", O_RDONLY,
+                               [&](int fd) { return read_all(fd, buffer); });
   if (ok) pids = parse_pid_list(buffer);
   return ok;
 }

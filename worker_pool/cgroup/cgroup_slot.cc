@@ -42,6 +42,13 @@ bool lists_memory(int dir_fd, const char* file) {
   return ok && text.find(" memory ") != std::string::npos;
 }
 
+// Writes `change` ("+memory", "-memory") to the cgroup's cgroup.subtree_control; false
+// with errno set when it cannot.
+bool change_subtree_control(int dir_fd, const char* change) {
+  return with_file_at(dir_fd, "cgroup.subtree_control", O_WRONLY,
+                      [&](int fd) { return write_text(fd, change); });
+}
+
 bool exists_at(int dir_fd, const char* name) {
   struct stat st;
   return fstatat(dir_fd, name, &st, 0) == 0;
@@ -77,11 +84,7 @@ bool SlotCgroup::open(const SlotCgroupConfig& config, std::string& why,
   if (config.version == CgroupVersion::kV2 && options.per_command &&
       start_per_command(options))
     return true;
-  if (!open_memory_files(options)) {
-    close_fd(peak_fd_);
-    close_fd(current_fd_);
-    close_fd(oom_fd_);
-  }
+  open_memory_files(options);
   return true;
 }
 
@@ -92,12 +95,9 @@ bool SlotCgroup::open(const SlotCgroupConfig& config, std::string& why,
 bool SlotCgroup::start_per_command(const SlotCgroupOpenOptions& options) {
   remove_empty_command_cgroups();  // a dead predecessor's
   command_memory_ = lists_memory(dir_fd_, "cgroup.controllers");
-  if (command_memory_ && !lists_memory(dir_fd_, "cgroup.subtree_control")) {
-    const int fd = open_at(dir_fd_, "cgroup.subtree_control", O_WRONLY);
-    const bool enabled = fd >= 0 && write_text(fd, "+memory");
-    if (fd >= 0) close(fd);
-    if (!enabled) return false;
-  }
+  if (command_memory_ && !lists_memory(dir_fd_, "cgroup.subtree_control") &&
+      !change_subtree_control(dir_fd_, "+memory"))
+    return false;
   // The slot's own memory.peak tells whether the kernel has the file (5.19+).
   has_peak_file_ = options.use_peak_file && exists_at(dir_fd_, "memory.peak");
   per_command_ = true;
@@ -110,21 +110,13 @@ bool SlotCgroup::use_slot_cgroup(std::string& why) {
   close_command_files();
   remove_empty_command_cgroups();
   // Also where a predecessor on this slot enabled it.
-  if (lists_memory(dir_fd_, "cgroup.subtree_control")) {
-    const int fd = open_at(dir_fd_, "cgroup.subtree_control", O_WRONLY);
-    const bool off = fd >= 0 && write_text(fd, "-memory");
-    if (fd >= 0) close(fd);
-    if (!off) {
-      why = "cannot disable memory in " + slot_dir(config_) +
-            "/cgroup.subtree_control: " + std::strerror(errno);
-      return false;
-    }
+  if (lists_memory(dir_fd_, "cgroup.subtree_control") &&
+      !change_subtree_control(dir_fd_, "-memory")) {
+    why = "cannot disable memory in " + slot_dir(config_) +
+          "/cgroup.subtree_control: " + std::strerror(errno);
+    return false;
   }
-  if (!open_memory_files(options_)) {
-    close_fd(peak_fd_);
-    close_fd(current_fd_);
-    close_fd(oom_fd_);
-  }
+  open_memory_files(options_);
   return true;
 }
 
@@ -178,21 +170,29 @@ void SlotCgroup::make_command_cgroup() {
   command_events_fd_ = open_at(command_fd_, "memory.events", O_RDONLY);
 }
 
-bool SlotCgroup::open_memory_files(const SlotCgroupOpenOptions& options) {
+// All of the slot's memory files or none (a slot without the memory controller still
+// places and kills its commands; they are then measured by ru_maxrss).
+void SlotCgroup::open_memory_files(const SlotCgroupOpenOptions& options) {
+  bool all;
   if (config_.version == CgroupVersion::kV1) {
     peak_fd_ = open_at(dir_fd_, "memory.max_usage_in_bytes", O_RDWR);
     oom_fd_ = open_at(dir_fd_, "memory.oom_control", O_RDONLY);
     peak_resets_ = true;
-    return peak_fd_ >= 0 && oom_fd_ >= 0;
+    all = peak_fd_ >= 0 && oom_fd_ >= 0;
+  } else {
+    peak_fd_ = options.allow_peak_reset ? open_resettable_peak(dir_fd_) : -1;
+    peak_resets_ = peak_fd_ >= 0;
+    if (!peak_resets_) {
+      peak_fd_ = open_at(dir_fd_, "memory.peak", O_RDONLY);
+      current_fd_ = open_at(dir_fd_, "memory.current", O_RDONLY);
+    }
+    oom_fd_ = open_at(dir_fd_, "memory.events", O_RDONLY);
+    all = peak_fd_ >= 0 && oom_fd_ >= 0 && (peak_resets_ || current_fd_ >= 0);
   }
-  peak_fd_ = options.allow_peak_reset ? open_resettable_peak(dir_fd_) : -1;
-  peak_resets_ = peak_fd_ >= 0;
-  if (!peak_resets_) {
-    peak_fd_ = open_at(dir_fd_, "memory.peak", O_RDONLY);
-    current_fd_ = open_at(dir_fd_, "memory.current", O_RDONLY);
-  }
-  oom_fd_ = open_at(dir_fd_, "memory.events", O_RDONLY);
-  return peak_fd_ >= 0 && oom_fd_ >= 0 && (peak_resets_ || current_fd_ >= 0);
+  if (all) return;
+  close_fd(peak_fd_);
+  close_fd(current_fd_);
+  close_fd(oom_fd_);
 }
 
 bool SlotCgroup::read_peak(std::int64_t& bytes) const { return read_int64(peak_fd_, bytes); }

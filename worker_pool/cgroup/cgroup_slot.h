@@ -109,7 +109,7 @@ class SlotCgroup {
   int signal_all(int sig) const;
 
  private:
-  bool open_memory_files(const SlotCgroupOpenOptions& options);
+  void open_memory_files(const SlotCgroupOpenOptions& options);
   bool start_per_command(const SlotCgroupOpenOptions& options);
   void remove_empty_command_cgroups();
   void make_command_cgroup();

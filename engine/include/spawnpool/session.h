@@ -11,7 +11,7 @@
 //   spawnpool::SessionOptions options;
 //   options.launcher = "distcc";
 //   options.output_sync = true;
-//   options.trace_path = "build.trace.json";
+//   options.trace_path = "build.trace.json";     // or report_path alone: the HTML report
 //   options.stats_slots = 8;
 //   spawnpool::Session session(pool, options);
 //   spawnpool::Result r = session.run(command);  // from any number of threads
@@ -36,7 +36,6 @@ namespace spawnpool {
 
 namespace detail {
 class Session;
-class TraceWriter;
 class BuildStatistics;
 }  // namespace detail
 
@@ -71,15 +70,25 @@ struct SessionOptions {
   std::string trace_path;
   std::string trace_process_name = "spawnpool";
   std::string trace_command_line;
-  /// Or a trace already open (shared; instead of trace_path): a binding opens it early,
-  /// to report an unwritable file before the build starts.
-  std::shared_ptr<detail::TraceWriter> trace;
+  /// The build's HTML report (spawnpool/report.h), written by finish() from the trace:
+  /// trace_path's, or without one a trace recorded for the report alone in a temporary
+  /// file ($TMPDIR, else /tmp) that no way the driver ends leaves behind. Empty: none.
+  std::string report_path;
   /// More args for each traced command that ran; empty: none.
   TraceArgs trace_args;
   /// The end-of-build statistics for this many slots; unset: none.
   std::optional<int> stats_slots;
   /// Or statistics made by the caller (shared; instead of stats_slots).
   std::shared_ptr<detail::BuildStatistics> statistics;
+
+  /// How the front end spells its options, for the warnings ("--" gives "--report: ...",
+  /// SCons' "--process-spawner-" gives "--process-spawner-report: ...").
+  std::string option_prefix = "--";
+  /// Receives the session's warnings, one sentence each, on the thread that makes or
+  /// finishes the session: a trace or report that cannot be written, no temporary
+  /// directory; the build goes on without what failed. Unset: "<message_prefix>:
+  /// <sentence>" on stderr.
+  std::function<void(const std::string&)> warn;
 };
 
 /// The local slots (PoolOptions::local_slots) of a build that names none: with a
@@ -89,11 +98,38 @@ struct SessionOptions {
 /// one function: the SCons plugin, `spawnpool run`, the Python package and the example.
 std::size_t default_local_slots(const std::string& launcher);
 
+/// What decides where a build keeps the history of its commands (their peaks and
+/// durations across builds: PoolOptions::memory_history_path). It is kept only where
+/// something reads it: memory admission, or a status line (its ETA).
+struct HistoryOptions {
+  /// The history option's value: a file, a directory (memory-history.sqlite in it; "~"
+  /// is the home directory), or "off"; "": default_path.
+  std::string setting;
+  /// The history where none is named (SCons: ".spawnpool/" at the top of the build);
+  /// "": none.
+  std::string default_path;
+  /// Where a relative path starts; "": the current directory.
+  std::string base_dir;
+  bool memory = false;        ///< memory admission is on
+  bool status_shown = false;  ///< a status line is shown (StatusLine::shown())
+  /// How the front end spells its options, for the warning (SessionOptions::option_prefix).
+  std::string option_prefix = "--";
+};
+
+/// The history file of a build, or "" (nothing reads it, it is off, or none is named).
+/// A setting other than off while nothing reads it is one warning through `warn`
+/// ("--history: only used with --memory or --status; ignored"). The pool, or a status
+/// line's attach(), opens the file; its own problems (a read-only tree) are one warning
+/// and a build without it. Every front end asks this one function: the SCons plugin,
+/// `spawnpool run`, the Python package and the example.
+std::string history_path(const HistoryOptions& options,
+                         const std::function<void(const std::string&)>& warn = {});
+
 class Session {
  public:
   /// The stack on `pool` (not owned: it must outlive the session). Throws
-  /// std::invalid_argument for a launcher that is not a plain command (shell syntax),
-  /// std::system_error for a trace_path that cannot be written.
+  /// std::invalid_argument for a launcher that is not a plain command (shell syntax). A
+  /// trace that cannot be written is a warning (warn), and the build goes on without it.
   Session(Pool& pool, SessionOptions options);
   ~Session();
   Session(const Session&) = delete;
@@ -105,7 +141,8 @@ class Session {
   /// alone). Thread-safe.
   Result run_check(Command command);
 
-  /// The end of the build: closes the trace (idempotent). No command may be running.
+  /// The end of the build: closes the trace and writes the report (report_path; a
+  /// problem is a warning). Idempotent; no command may be running.
   void finish();
   /// The end-of-build text: the statistics (with stats_slots or statistics) and what the
   /// launcher did (with a launcher), each line starting with message_prefix; "" if none.

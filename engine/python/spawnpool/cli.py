@@ -120,8 +120,7 @@ def run_command(args):
     session = Session(settings, args.jobs, problems.append, jobserver, watch,
                       process_name='spawnpool run', status_fd=2)
     try:
-        for problem in problems:
-            console_message('%s: %s\n' % (_PROG, problem))
+        _say(problems)
         if settings.trace and session.trace is None:
             return 2
         try:
@@ -141,10 +140,17 @@ def run_command(args):
         session.finish()
         if source is not sys.stdin.buffer:
             source.close()
+    _say(problems)      # finish()'s: a report that could not be written
     report = session.report(_PROG)
     if report:
         console_message(report)
     return status
+
+
+def _say(problems):
+    """Print the session's warnings collected so far, and forget them."""
+    while problems:
+        console_message('%s: %s\n' % (_PROG, problems.pop(0)))
 
 
 def _lines(source):

@@ -22,7 +22,8 @@ import os
 
 __all__ = ['OPTIONS', 'Option', 'Settings', 'add_to_argparse', 'add_to_scons', 'HISTORY_FILE']
 
-#: The history's file name inside a directory (SCons' default: .spawnpool/ at the top).
+#: The history's file name inside a directory (SCons' default: .spawnpool/ at the top),
+#: as the engine names it (engine/src/stack/build_history.cc).
 HISTORY_FILE = 'memory-history.sqlite'
 
 
@@ -130,31 +131,26 @@ class Settings:
     def memory_on(self):
         return (self.memory or 'off').strip().lower() != 'off'
 
-    @property
-    def history_off(self):
-        return (self.history or '').strip().lower() == 'off'
-
     def status_mode(self, fd=1, environ=None):
         """'line', 'plain' or None: the status line this build gets on `fd` (status.py)."""
         from .status import status_mode
         return status_mode(self.status, fd, environ)
 
-    @property
-    def wants_history(self):
-        """Whether anything reads the history: memory admission (peaks), the status line
-        (durations; its mode on stdout)."""
-        return self.memory_on or self.status_mode(self.status_fd) is not None
-
-    def history_path(self):
-        """The history file: the named one or the default, relative to base_dir (a
-        directory: HISTORY_FILE in it); None when nothing reads it, or it is off."""
-        history = self.history or self.default_history
-        if not self.wants_history or not history or self.history_off:
-            return None
-        path = os.path.join(self.base_dir, os.path.expanduser(history))
-        if os.path.isdir(path) or history.endswith(os.sep):
-            path = os.path.join(path, HISTORY_FILE)
-        return path
+    def history_path(self, status_shown=None, warn=None):
+        """The history file, as the engine decides it for every front end
+        (spawnpool::history_path, engine/include/spawnpool/session.h): the named one or
+        the default, relative to base_dir (a directory: HISTORY_FILE in it); None when
+        nothing reads it (memory admission, the status line: `status_shown`, by default
+        its mode on status_fd), it is off, or the compiled module is missing.  A history
+        named while nothing reads it is one warning through `warn`."""
+        try:
+            from ._spawnpool import history_path
+        except ImportError:
+            return None     # nothing could open it
+        if status_shown is None:
+            status_shown = self.status_mode(self.status_fd) is not None
+        return history_path(self.history or '', self.default_history or '', self.base_dir,
+                            self.memory_on, status_shown, self.flag_prefix, warn)
 
     def pool_options(self, warning_prefix='spawnpool: warning: '):
         """Keyword arguments for Pool(): the same-CPU hand-off when it is on, the memory

@@ -3,9 +3,10 @@ trace (trace.py): the slots' timeline, parallelism and memory over time, the lon
 commands, the waits, the failed commands with their output and the critical path.
 
 The page and the code that fills it are the engine's (engine/src/report); this module
-is their Python face, used by ``spawnpool report TRACE -o FILE`` (cli.py) and by the
-``report`` option of a build (stack.py: ``--report=FILE``,
-``--process-spawner-report=FILE``).  Stateless: safe from any thread.
+is their Python face, used by ``spawnpool report TRACE -o FILE`` (cli.py).  The
+``report`` option of a build (``--report=FILE``, ``--process-spawner-report=FILE``) is
+the engine's session's (SessionOptions::report_path; stack.py maps it).  Stateless:
+safe from any thread.
 """
 
 __all__ = ['write_report']

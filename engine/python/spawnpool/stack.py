@@ -7,8 +7,8 @@ command once at its door and runs it through the layers a build's Settings ask f
 
     launcher      a compile gets the compiler launcher (and is not local)
     recorded      the trace and the statistics see every result, with the line that ran
-                  (the engine's trace and stats layers; trace.py, stats.py hand them the
-                  writer and the statistics)
+                  (the engine's trace and stats layers; stats.py hands them the
+                  statistics)
     sync          a passthrough command is captured and printed as one block when it ends
     direct exec   ``sh -c LINE`` without shell syntax runs as its program, with sh's
                   environment, messages and status
@@ -23,6 +23,14 @@ stats_layer.h) record the line that ran, below the launcher.  Without the compil
 module there is no engine's stack: the build runs on Popen without any layer, and a
 launcher and output sync are warned about and left out (the trace and the statistics
 need the module too).
+
+The trace and the report are the engine's too (engine/src/stack/trace_recording.h): the
+engine's Session opens the trace when it is made (here, before the pool), records it,
+and in finish() writes the report (``report``) from it; with a report and no trace it
+records into a temporary file of its own that no way the build ends leaves behind.  A
+file that cannot be written is a warning, and the build goes on without it.  Whether the
+build keeps its history (memory admission or the status line read it) is the engine's
+decision too (spawnpool::history_path, session.h; Settings.history_path()).
 
 Admission is no layer: the pool's scheduler grants each command its slot, local slot,
 jobserver token and memory together (`pool_options()` hands it the jobserver and the
@@ -42,11 +50,8 @@ import os
 import shlex
 import signal
 import sys
-import tempfile
 
-from .report import write_report
 from .stats import Stats
-from .trace import TraceWriter
 
 __all__ = ['Session']
 
@@ -71,10 +76,10 @@ class Session:
     launcher not on PATH, an unusable jobserver); `jobserver` is the engine's client
     (jobserver.py) probed early, or None; `watch` an interrupts.SignalWatch, or None.
     The pool the session runs on is made with `pool_options()`.
-    With a report asked for, the trace is recorded (into a temporary file if no trace
-    was asked for) and finish() writes the report from it; `command_args` goes to the
-    trace (trace.py: called on each command's thread, with the GIL), and the build's
-    command line is process_name's program and argv.
+    The engine's stack is made here, before its pool (start() puts it on one): it opens
+    the trace, and for a report finish() writes it; `command_args` goes to the trace
+    (called on each command's thread, with the GIL), and the build's command line is
+    process_name's program and argv.
     """
 
     def __init__(self, settings, slots, warn, jobserver=None, watch=None,
@@ -83,19 +88,10 @@ class Session:
         self.settings = settings
         self._warn = warn
         settings.status_fd = status_fd
-        if settings.history and not settings.history_off and not settings.wants_history:
-            warn('%s: only used with %s or %s; ignored' % (
-                settings.flag('history'), settings.flag('memory'), settings.flag('status')))
-        self._report = os.path.join(settings.base_dir, settings.report) if settings.report \
-            else None
-        self._temporary_trace = None    # the trace's path when only the report wants it
-        self.trace = self._open_trace(process_name)
-        self._command_args = command_args
         self.stats = Stats(slots=slots) if settings.stats else None
-        self.history = self.status = None
+        self.status = None
         status_mode = settings.status_mode(status_fd)
-        if status_mode is not None or settings.memory_on:
-            self.history = self._open_history(settings, prefix)
+        self.history = self._open_history(settings, status_mode is not None, prefix, warn)
         if status_mode is not None:
             try:
                 from .status import BuildStatus
@@ -104,9 +100,15 @@ class Session:
                 self.status = None
         # The status line needs every output line whole: commands are captured and printed
         # through its printer (output_sync.py), as with --output=sync.
-        self.sync = bool(self.status) or self._output_sync(settings, warn)
-        self.launcher = launcher = self._launcher(settings, warn)
-        self._prefix = prefix
+        later = []      # their warnings, said after the trace's
+        self.sync = bool(self.status) or self._output_sync(settings, later.append)
+        self.launcher = launcher = self._launcher(settings, later.append)
+        # The engine's stack (_spawnpool.Session), or None: no layer asked for, or no
+        # compiled module. Made now, before its pool, so that the trace's problems come
+        # before the build.
+        self._stack = self._make_stack(prefix, process_name, command_args)
+        for text in later:
+            warn(text)
         local = settings.local
         if local is not None and local < 1:
             warn('%s=%d: must be at least 1; ignored' % (settings.flag('local'), local))
@@ -126,7 +128,6 @@ class Session:
         self.local_slots = local or 0
         self.watch = watch
         self.base = self.runner = self.checks_runner = None
-        self._stack = None          # the engine's stack (_spawnpool.Session), or None
         self.interrupted = False    # a stop signal came (interrupt())
 
     def pool_options(self, warning_prefix='spawnpool: warning: '):
@@ -147,19 +148,10 @@ class Session:
         return options
 
     def start(self, base):
-        """Stack the layers on `base`; returns the runner for build commands."""
-        settings = self.settings
-        stack = None
-        engine = _engine()
-        trace, stats = self.trace, self.stats
-        if engine is not None and (settings.direct_exec or self.launcher is not None
-                                   or self.sync or trace is not None or stats is not None):
-            stack = engine.Session(
-                base, self.launcher, direct_exec=settings.direct_exec, output_sync=self.sync,
-                prefix=self._prefix, trace=trace._engine if trace is not None else None,
-                stats=stats._engine if stats is not None else None,
-                command_args=self._command_args)
-        self._stack = stack
+        """Put the layers on `base`; returns the runner for build commands."""
+        stack = self._stack
+        if stack is not None:
+            stack.rebase(base)
         runner = stack if stack is not None else base
         self.checks_runner = runner
         if stack is not None and self.launcher is not None:
@@ -189,27 +181,21 @@ class Session:
             cancel(signum)
 
     def finish(self):
-        """At the end: the status line's summary, close the trace, write the report, give
-        make back its tokens (idempotent)."""
+        """At the end: the status line's summary, the engine's end of the build (the
+        trace closed, the report written), make's tokens given back (idempotent)."""
         if self.status is not None:
             self.status.finish(self.interrupted)
         if self.history is not None:
             self.history.flush()    # the build's shape, recorded just now
-        if self.trace is not None:
-            self.trace.close()
-            if self._report is not None:
-                self._write_report(self.trace.path)
-        self._report = None
-        if self._temporary_trace is not None:
-            _remove(self._temporary_trace)
-            self._temporary_trace = None
+        if self._stack is not None:
+            self._stack.finish()
         if self.jobserver is not None:
             self.jobserver.return_all()
 
-    def _write_report(self, trace_path):
-        problem = write_report(trace_path, self._report)
-        if problem:
-            self._warn('%s: %s' % (self.settings.flag('report'), problem))
+    @property
+    def trace(self):
+        """The engine's trace being recorded (a report's temporary one too), or None."""
+        return self._stack.trace if self._stack is not None else None
 
     def report(self, stats_prefix, line_prefix='', summary=True):
         """The statistics (if asked for) and, with a launcher and `summary`, what the
@@ -223,38 +209,33 @@ class Session:
     @property
     def any_layer(self):
         """Whether anything but direct exec is asked for (direct exec is the default)."""
-        return bool(self.trace or self.stats or self.sync or self.launcher)
+        return bool(self.trace is not None or self.stats or self.sync or self.launcher)
 
-    def _open_trace(self, process_name):
-        """The trace asked for, else a temporary one for the report, else None."""
+    def _make_stack(self, prefix, process_name, command_args):
+        """The engine's stack, not yet on a base, when a layer is asked for."""
         settings = self.settings
+        engine = _engine()
+        if engine is None or not (settings.direct_exec or self.launcher is not None
+                                  or self.sync or settings.trace or settings.report
+                                  or self.stats is not None):
+            return None
         line = ' '.join(shlex.quote(a) for a in process_name.split()[:1] + sys.argv[1:])
-        if settings.trace:
-            try:
-                return TraceWriter(os.path.join(settings.base_dir, settings.trace),
-                                   process_name, line)
-            except OSError as e:
-                self._warn('%s: cannot write %s: %s%s' % (
-                    settings.flag('trace'), settings.trace, e.strerror or e,
-                    '; no report either' if self._report else ''))
-                self._report = None
-                return None
-        if self._report is None:
-            return None
-        try:
-            self._temporary_trace = _temporary_file()
-            return TraceWriter(self._temporary_trace, process_name, line)
-        except OSError as e:
-            self._warn('%s: cannot record the build in %s: %s' % (
-                settings.flag('report'), tempfile.gettempdir(), e.strerror or e))
-            self._report = None
-            return None
+        trace, report = settings.trace, settings.report
+        return engine.Session(
+            None, self.launcher, direct_exec=settings.direct_exec, output_sync=self.sync,
+            prefix=prefix, stats=self.stats._engine if self.stats is not None else None,
+            command_args=command_args,
+            trace_path=os.path.join(settings.base_dir, trace) if trace else None,
+            report_path=os.path.join(settings.base_dir, report) if report else None,
+            process_name=process_name, command_line=line,
+            option_prefix=settings.flag_prefix, warn=self._warn)
 
     @staticmethod
-    def _open_history(settings, prefix):
-        """The build's history (None: off, or the compiled module is missing). Its
-        problems (a read-only tree) are its one warning; the build goes on without it."""
-        path = settings.history_path()
+    def _open_history(settings, status_shown, prefix, warn):
+        """The build's history where the engine's decision keeps one (None: nothing reads
+        it, it is off, or the compiled module is missing). Its problems (a read-only
+        tree) are its one warning; the build goes on without it."""
+        path = settings.history_path(status_shown, warn)
         if path is None:
             return None
         try:
@@ -301,17 +282,3 @@ def _engine():
     except ImportError:
         return None
     return _spawnpool
-
-
-def _temporary_file():
-    fd, path = tempfile.mkstemp(prefix='spawnpool-trace-', suffix='.json')
-    os.close(fd)
-    return path
-
-
-def _remove(path):
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
-

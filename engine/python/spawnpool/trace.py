@@ -2,9 +2,9 @@
 
 The engine's (engine/src/stack/trace_writer.h, bound as ``_spawnpool.TraceWriter``): its
 header says what the file holds, event by event and field by field, and how it stays
-valid JSON after every event.  A build's session (stack.py) hands the writer to the
-engine's stack, whose trace layer records each command below the launcher, without the
-GIL; this is the package's name for the writer, to record results by hand
+valid JSON after every event.  A build's trace is the engine's stack's own (stack.py maps
+the ``trace`` option onto it; its trace layer records each command below the launcher,
+without the GIL); this is the package's name for the writer, to record results by hand
 (``add(result, line)``).
 
 Thread-safe: one lock orders the writes.

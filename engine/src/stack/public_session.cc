@@ -27,9 +27,7 @@ Result Session::run_check(Command command) {
   return session_->run(std::move(command), /*check=*/true);
 }
 
-void Session::finish() {
-  if (detail::TraceWriter* trace = session_->trace()) trace->close();
-}
+void Session::finish() { session_->finish(); }
 
 namespace {
 

@@ -1,5 +1,7 @@
 #include "engine/src/stack/session.h"
 
+#include <unistd.h>
+
 #include <stdexcept>
 #include <utility>
 
@@ -13,6 +15,15 @@ namespace {
 
 bool blank(const std::string& text) {
   return text.find_first_not_of(" \t\n") == std::string::npos;
+}
+
+// SessionOptions::warn, or its default: one line on stderr, in one write.
+TraceRecording::Warn warning_sink(const SessionOptions& options) {
+  if (options.warn) return options.warn;
+  return [prefix = options.message_prefix](const std::string& sentence) {
+    const std::string line = prefix + ": " + sentence + "\n";
+    [[maybe_unused]] const ssize_t n = ::write(2, line.data(), line.size());
+  };
 }
 
 }  // namespace
@@ -29,7 +40,8 @@ Session::Session(Pool& pool, SessionOptions options)
 Session::Session(std::unique_ptr<Layer> owned_base, Layer* base, SessionOptions options)
     : classifier_(options.compilers),
       owned_base_(std::move(owned_base)),
-      seam_(base ? *base : *owned_base_) {
+      seam_(base ? *base : *owned_base_),
+      recording_(options, warning_sink(options)) {
   Layer* below = &seam_;
   if (options.direct_exec) {
     direct_exec_ = std::make_unique<DirectExec>(*below);
@@ -46,12 +58,8 @@ Session::Session(std::unique_ptr<Layer> owned_base, Layer* base, SessionOptions 
     stats_layer_ = std::make_unique<StatsLayer>(*below, *statistics_);
     below = stats_layer_.get();
   }
-  trace_ = std::move(options.trace);
-  if (!trace_ && !options.trace_path.empty())
-    trace_ = std::make_shared<TraceWriter>(options.trace_path, options.trace_process_name,
-                                           options.trace_command_line);
-  if (trace_) {
-    trace_layer_ = std::make_unique<TraceLayer>(*below, *trace_, std::move(options.trace_args));
+  if (const std::shared_ptr<TraceWriter>& trace = recording_.trace()) {
+    trace_layer_ = std::make_unique<TraceLayer>(*below, *trace, std::move(options.trace_args));
     below = trace_layer_.get();
   }
   checks_ = below;

@@ -21,10 +21,12 @@
 // runner() runs a command through every layer; checks_runner() through those below the
 // launcher (SCons' Configure checks, which the launcher leaves alone). The door is
 // prepare(): the command made final and read once, with the session's compile
-// classifier. rebase() moves the stack onto another base (a resized pool).
+// classifier. rebase() moves the stack onto another base (a resized pool). The trace
+// and the report are the session's too (trace_recording.h): recorded from its making,
+// written by finish().
 //
 // Threading: runner() and checks_runner() are thread-safe (every layer is); the session
-// is made, rebased and destroyed by one thread while no command runs.
+// is made, rebased, finished and destroyed by one thread while no command runs.
 #pragma once
 
 #include <memory>
@@ -38,6 +40,7 @@
 #include "engine/src/stack/layer.h"
 #include "engine/src/stack/stats_layer.h"
 #include "engine/src/stack/trace_layer.h"
+#include "engine/src/stack/trace_recording.h"
 #include "engine/src/stack/trace_writer.h"
 #include "spawnpool/pool.h"
 #include "spawnpool/session.h"
@@ -51,8 +54,8 @@ class Session {
  public:
   /// The stack on `base` (not owned; it must outlive the session or be rebased away).
   /// Throws std::invalid_argument for a launcher that is not a plain command (empty
-  /// after all, or with shell syntax): the caller says so and goes on without it; and
-  /// std::system_error for a trace_path that cannot be written.
+  /// after all, or with shell syntax): the caller says so and goes on without it. A
+  /// trace or report that cannot be recorded is a warning (SessionOptions::warn).
   Session(Layer& base, SessionOptions options);
   /// The stack on a PoolLayer of `pool` (owned by the session).
   Session(Pool& pool, SessionOptions options);
@@ -72,6 +75,9 @@ class Session {
   /// Puts the layers on another base (no command may be running).
   void rebase(Layer& base);
   void rebase(Pool& pool);
+  /// The end of the build: closes the trace and writes the report (its problems are
+  /// warnings). Idempotent; no command may be running.
+  void finish() { recording_.finish(); }
 
   /// The launcher, or null when none was asked for.
   const Launcher* launcher() const { return launcher_ ? &launcher_->launcher() : nullptr; }
@@ -80,8 +86,9 @@ class Session {
   LauncherCounts launcher_counts() const { return launcher_ ? launcher_->counts() : LauncherCounts{}; }
   bool direct_exec() const { return direct_exec_ != nullptr; }
   bool output_sync() const { return sync_ != nullptr; }
-  /// The trace, or null when none was asked for.
-  TraceWriter* trace() const { return trace_.get(); }
+  /// The trace (trace_path's, or the report's temporary one), or null: none asked for,
+  /// or it could not be written.
+  const std::shared_ptr<TraceWriter>& trace() const { return recording_.trace(); }
   /// The statistics, or null when none were asked for.
   BuildStatistics* statistics() const { return statistics_.get(); }
   /// The statistics' report text (BuildStatistics::report), "" without statistics.
@@ -108,7 +115,7 @@ class Session {
   // Recorded goes on sync (or what is below it), the launcher on it.
   std::shared_ptr<BuildStatistics> statistics_;  // null: none asked for
   std::unique_ptr<StatsLayer> stats_layer_;
-  std::shared_ptr<TraceWriter> trace_;           // null: none asked for
+  TraceRecording recording_;                     // the trace (or none) and the report
   std::unique_ptr<TraceLayer> trace_layer_;
   std::unique_ptr<LauncherLayer> launcher_;  // null: no launcher
   Layer* checks_;  // the top below the launcher
