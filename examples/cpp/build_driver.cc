@@ -41,6 +41,8 @@
 #include <thread>
 #include <vector>
 
+#include "installed_package.h"
+
 namespace {
 
 struct Arguments {
@@ -175,21 +177,8 @@ spawnpool::PoolOptions pool_options(const Arguments& args,
     std::fprintf(stderr, "build_driver: %s\n", warning.c_str());
   });
   options.same_cpu_handoff = args.same_cpu_handoff;
-  // The installed package knows where its spawner is (the prefix may have moved);
-  // $SPAWNPOOL_SPAWNER still wins, as with the built-in default.
-#ifdef SPAWNPOOL_INSTALLED_SPAWNER
-  if (std::getenv("SPAWNPOOL_SPAWNER") == nullptr)
-    options.spawner_path = SPAWNPOOL_INSTALLED_SPAWNER;
-#endif
+  example::use_installed_spawner(options);
   return options;
-}
-
-// A build's commands as `sh -c LINE`, as a build tool's shell actions are: the session's
-// direct exec runs the simple ones without the shell.
-spawnpool::Command shell_command(const std::string& line) {
-  spawnpool::Command command;
-  command.argv = {"/bin/sh", "-c", line};
-  return command;
 }
 
 // One stage: each driver thread takes the next command and runs it through the whole
@@ -204,7 +193,7 @@ std::size_t run_all(spawnpool::Session& session, spawnpool::StatusLine& status,
   const auto work = [&] {
     for (std::size_t i; (i = next.fetch_add(1)) < lines.size();) {
       status.expect(unsubmitted.fetch_sub(1) - 1);
-      const spawnpool::Result r = session.run(shell_command(lines[i]));
+      const spawnpool::Result r = session.run(example::shell_command(lines[i]));
       if (r.started() && r.returncode == 0) continue;
       ++failed;
       if (!r.started())

@@ -10,24 +10,19 @@
 #include <system_error>
 #include <vector>
 
+#include "installed_package.h"
+
 namespace {
 
 spawnpool::PoolOptions pool_options() {
   spawnpool::PoolOptions options;
   options.slots = 2;
-  // The engine's built-in default is the spawner under the prefix spawnpool was
-  // configured with; the installed package config knows where it really is (the install
-  // may have been relocated). $SPAWNPOOL_SPAWNER still wins, as with the default.
-#ifdef SPAWNPOOL_INSTALLED_SPAWNER
-  if (std::getenv("SPAWNPOOL_SPAWNER") == nullptr)
-    options.spawner_path = SPAWNPOOL_INSTALLED_SPAWNER;
-#endif
+  example::use_installed_spawner(options);
   return options;
 }
 
 spawnpool::Command shell(const std::string& line) {
-  spawnpool::Command command;
-  command.argv = {"/bin/sh", "-c", line};
+  spawnpool::Command command = example::shell_command(line);
   command.output = spawnpool::OutputMode::kCapture;
   return command;
 }
