@@ -9,10 +9,6 @@
 
 namespace spawnpool::detail {
 
-OomKillCount::~OomKillCount() {
-  if (fd_ >= 0) close(fd_);
-}
-
 bool OomKillCount::open(const CgroupHierarchy& hierarchy, const char* vmstat_path) {
   if (hierarchy.version == CgroupVersion::kV2 &&
       open_file(hierarchy.dir + "/memory.events", OomCountSource::kCgroupV2))
@@ -26,15 +22,13 @@ bool OomKillCount::open(const CgroupHierarchy& hierarchy, const char* vmstat_pat
 bool OomKillCount::open_file(const std::string& path, OomCountSource source) {
   const int fd = open_at(AT_FDCWD, path.c_str(), O_RDONLY);
   if (fd < 0) return false;
-  if (fd_ >= 0) close(fd_);
-  fd_ = fd;
+  fd_.reset(fd);
   source_ = source;
   path_ = path;
   std::int64_t count = 0;
   if (read(count)) return true;
   const int error = errno;
-  close(fd_);
-  fd_ = -1;
+  fd_.reset();
   source_ = OomCountSource::kNone;
   path_.clear();
   errno = error;
@@ -44,13 +38,13 @@ bool OomKillCount::open_file(const std::string& path, OomCountSource source) {
 // The cgroup files are a few lines; /proc/vmstat is about 4 KiB and grows with the
 // kernel's counters, so it is read whole.
 bool OomKillCount::read(std::int64_t& count) const {
-  if (fd_ < 0) {
+  if (!fd_.is_open()) {
     errno = EBADF;
     return false;
   }
-  if (source_ != OomCountSource::kMachine) return read_keyed_value(fd_, "oom_kill", count);
+  if (source_ != OomCountSource::kMachine) return read_keyed_value(fd_.get(), "oom_kill", count);
   std::string text;
-  if (!read_all(fd_, text)) return false;
+  if (!read_all(fd_.get(), text)) return false;
   if (find_keyed_value(text, "oom_kill", count)) return true;
   errno = EPROTO;
   return false;

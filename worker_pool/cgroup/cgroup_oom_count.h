@@ -10,6 +10,7 @@
 #include <string>
 
 #include "worker_pool/cgroup/cgroup_discovery.h"
+#include "worker_pool/cgroup/unique_fd.h"
 
 namespace spawnpool::detail {
 
@@ -21,13 +22,9 @@ enum class OomCountSource : int {
   kMachine = 3,   ///< /proc/vmstat: every OOM kill on the machine
 };
 
+/// Move-only: it owns the counter's file.
 class OomKillCount {
  public:
-  OomKillCount() = default;
-  ~OomKillCount();
-  OomKillCount(const OomKillCount&) = delete;
-  OomKillCount& operator=(const OomKillCount&) = delete;
-
   /// The counter of the cgroup `hierarchy` names (where the driver, its spawners and
   /// their commands are), else `vmstat_path`'s. A file that does not give the counter
   /// now (the v2 root cgroup has no memory.events) is passed over.
@@ -36,7 +33,7 @@ class OomKillCount {
   /// cannot be opened or has no `oom_kill` line.
   bool open_file(const std::string& path, OomCountSource source);
 
-  bool is_open() const { return fd_ >= 0; }
+  bool is_open() const { return fd_.is_open(); }
   OomCountSource source() const { return source_; }
   const std::string& path() const { return path_; }
 
@@ -44,7 +41,7 @@ class OomKillCount {
   bool read(std::int64_t& count) const;
 
  private:
-  int fd_ = -1;
+  UniqueFd fd_;
   OomCountSource source_ = OomCountSource::kNone;
   std::string path_;
 };
