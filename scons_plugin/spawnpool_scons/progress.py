@@ -106,31 +106,62 @@ def units_to_build(top, graph=None):
     """The executors of the File nodes with a builder under the nodes `top`: through
     their explicit children, the libraries a program links (LIBS) and a directory's
     entries, the two kinds of children SCons finds only by scanning.  `graph` (a
-    _Graph), when given, learns each unit's target nodes and what they depend on."""
+    _Graph), when given, learns each unit's target nodes and what they depend on, and
+    which File nodes it met have no builder (the sources, for known_out_of_date)."""
+    # The driver's thread runs this once per build, over every node under the targets:
+    # per node as few Python calls as will do (a source's explicit children are read
+    # only when it has some; the builder's target scanner looked up once per builder).
     units, seen, stack = set(), set(), list(top)
+    pop, push, mark = stack.pop, stack.extend, seen.add
+    scanners = {}               # id(builder) -> its ProgramScanner, or None
+    unit_of = inputs_of = sources = None
+    if graph is not None:
+        unit_of, inputs_of, sources = graph.unit_of, graph.inputs, graph.sources
     while stack:
-        node = stack.pop()
-        if id(node) in seen:
+        node = pop()
+        key = id(node)
+        if key in seen:
             continue
-        seen.add(id(node))
+        mark(key)
         try:
             kind = node.__class__.__name__
-            if kind in ('File', 'Entry') and node.has_builder():
-                executor = node.get_executor()
-                units.add(executor)
-                libraries = _libraries(node)
-                stack.extend(libraries)
-                children = node.children(scan=0)
-                stack.extend(children)
-                if graph is not None:
-                    graph.add(node, executor, children, libraries)
-                continue
+            if kind in _FILE_KINDS:
+                if node.has_builder():
+                    executor = node.get_executor()
+                    units.add(executor)
+                    builder = node.builder
+                    scanner = scanners.get(id(builder), _UNSET)
+                    if scanner is _UNSET:
+                        scanner = scanners[id(builder)] = _program_scanner(builder)
+                    libraries = _libraries(node, scanner) if scanner is not None else ()
+                    push(libraries)
+                    children = node.children(scan=0)
+                    push(children)
+                    if unit_of is not None:
+                        unit_of[node] = executor
+                        inputs = inputs_of.get(executor)
+                        if inputs is None:
+                            inputs = inputs_of[executor] = []
+                        inputs.extend(children)
+                        inputs.extend(libraries)
+                    continue
+                if sources is not None:
+                    sources[node] = True
+                # Node's explicit children are these three lists (SCons 4.x): a source
+                # has none, mostly; children() is asked only when it has some.
+                if not (getattr(node, 'sources', True) or getattr(node, 'depends', True)
+                        or getattr(node, 'implicit', True)):
+                    continue
             elif kind == 'Dir':
-                stack.extend(_entries(node))
-            stack.extend(node.children(scan=0))
+                push(_entries(node))
+            push(node.children(scan=0))
         except Exception:       # a node of a kind we do not know: not counted
             pass
     return units
+
+
+_FILE_KINDS = ('File', 'Entry')
+_UNSET = object()
 
 
 def _entries(directory):
@@ -143,14 +174,20 @@ def _entries(directory):
     return [node for name, node in entries.items() if name not in ('.', '..')]
 
 
-def _libraries(node):
-    """The libraries `node` (a program, a shared library) links: what its builder's
-    target scanner, SCons' ProgramScanner, finds for LIBS in LIBPATH. That scanner
-    looks names up among the nodes and directories and reads no file, so running it
-    here is cheap; any other target scanner is left to the build."""
-    scanner = getattr(getattr(node, 'builder', None), 'target_scanner', None)
+def _program_scanner(builder):
+    """`builder`'s target scanner when it is SCons' ProgramScanner (the libraries a
+    program, a shared library links), else None."""
+    scanner = getattr(builder, 'target_scanner', None)
     if scanner is None or getattr(scanner, 'name', None) != 'ProgramScanner':
-        return ()
+        return None
+    return scanner
+
+
+def _libraries(node, scanner):
+    """The libraries `node` (a program, a shared library) links: what `scanner`, its
+    builder's ProgramScanner, finds for LIBS in LIBPATH. That scanner looks names up
+    among the nodes and directories and reads no file, so running it here is cheap;
+    any other target scanner is left to the build."""
     executor = node.get_executor()
     path = executor.get_build_scanner_path(scanner)
     return scanner(node, executor.get_build_env(), path) or ()
@@ -158,11 +195,14 @@ def _libraries(node):
 
 class _Graph:
     """What the walk saw of each unit for the prior (`known_out_of_date`): the nodes its
-    targets depend on explicitly (their children without scanning, and LIBS)."""
+    targets depend on explicitly (their children without scanning, and LIBS), and the
+    File nodes without a builder it met."""
 
     def __init__(self):
         self.unit_of = {}       # a unit's target node -> its executor
         self.inputs = {}        # executor -> [child nodes of its targets]
+        self.sources = {}       # a File node the walk found without a builder -> True
+        self.targets = {}       # executor -> its targets (known_out_of_date: once each)
 
     def add(self, node, executor, children, libraries):
         self.unit_of[node] = executor
@@ -177,44 +217,64 @@ def known_out_of_date(units, graph, stat=os.stat):
     and {unit: [the units that depend on it]}.  Each file is stat()ed once, plainly:
     SCons' own node stat caches memoize, and the build must find what it finds.  A unit
     the walk could not look into is counted as known out of date (the estimate of
-    before: built until units of its kind are found up to date)."""
-    mtimes = {}
-
-    def mtime(path):
-        if path not in mtimes:
-            try:
-                st = stat(path)
-                mtimes[path] = st.st_mtime_ns if _S_ISREG(st.st_mode) else None
-            except OSError:
-                mtimes[path] = None
-        return mtimes[path]
-
+    before: built until units of its kind are found up to date).  Each unit's targets
+    are asked for once, and kept in graph.targets.  Once a target is missing, its
+    directory is listed (os.scandir, once) and the targets not in it are missing without
+    a stat of their own: a clean tree's targets cost a stat a directory, not one each
+    (a system call is some microseconds; an object's, a library's and a program's
+    targets mostly share their directory)."""
+    targets_of = graph.targets
+    for unit in units:
+        targets_of[unit] = unit.get_all_targets()
+    unit_of, inputs_of, sources, mtimes = graph.unit_of, graph.inputs, graph.sources, {}
+    listed = {}                 # directory -> the names in it (False: not listable)
     known, parents = set(), {}
     for unit in units:
-        targets = unit.get_all_targets()
+        targets = targets_of[unit]
         key = targets[0] if targets else unit
-        inputs = graph.inputs.get(unit)
+        inputs = inputs_of.get(unit)
         if inputs is None:
             known.add(key)
             continue
         try:
             oldest, missing = None, False
             for target in targets:
+                path = target.get_abspath()
+                directory, _, name = path.rpartition(_SEP)
+                names = listed.get(directory)
+                if names and name not in names:
+                    missing = True
+                    break
                 try:
-                    t = stat(target.get_abspath()).st_mtime_ns
+                    t = stat(path).st_mtime_ns
                 except OSError:
                     missing = True
+                    if names is None:
+                        listed[directory] = _names_in(directory)
                     break
                 oldest = t if oldest is None or t < oldest else oldest
             for child in inputs:
-                below = graph.unit_of.get(child)
+                below = unit_of.get(child)
                 if below is not None:
-                    below_targets = below.get_all_targets()
+                    below_targets = targets_of[below]
                     parents.setdefault(below_targets[0] if below_targets else below, []).append(key)
-                elif not missing and child.__class__.__name__ in ('File', 'Entry') \
-                        and not child.has_builder():
+                    continue
+                if missing:
+                    continue
+                source = sources.get(child)
+                if source is None:      # not met by the walk as a File: as it is
+                    source = child.__class__.__name__ in _FILE_KINDS and not child.has_builder()
+                if source:
                     # A source in a variant directory: its copy there may be stale.
-                    changed = mtime(child.srcnode().get_abspath())
+                    path = child.srcnode().get_abspath()
+                    changed = mtimes.get(path, _UNSET)
+                    if changed is _UNSET:
+                        try:
+                            st = stat(path)
+                            changed = st.st_mtime_ns if _S_ISREG(st.st_mode) else None
+                        except OSError:
+                            changed = None
+                        mtimes[path] = changed
                     if changed is not None and oldest is not None and changed > oldest:
                         missing = True
             if missing:
@@ -229,6 +289,19 @@ def known_out_of_date(units, graph, stat=os.stat):
                 known.add(parent)
                 stack.append(parent)
     return known, parents
+
+
+_SEP = os.sep
+
+
+def _names_in(directory):
+    """The names of the entries of `directory`; False when it cannot be listed (its
+    files are then stat()ed one by one, as they may still be there to stat)."""
+    try:
+        with os.scandir(directory or _SEP) as entries:
+            return {entry.name for entry in entries}
+    except OSError:
+        return False
 
 
 def _after(owner, name, after):
@@ -264,6 +337,10 @@ class _Count:
                                 # the last build of these targets (format_kinds)
         self._last_per_unit = None  # commands per unit in it, over all kinds
         self._overall = None    # this build's, over all kinds, in the update under way
+        self._fixed = {}        # kind -> its commands per unit in the last build (a kind
+                                # it built: what _per_unit gives it for the whole build)
+        self._all_fixed = False  # every kind counted is in _fixed: a unit built changes
+                                 # no expectation
 
     def evaluated(self, task):
         with self._lock:
@@ -277,7 +354,7 @@ class _Count:
             targets = task.targets
             unit = self._units.pop(targets[0], None) if targets else None
             if unit is not None:
-                group = tuple(unit)
+                group = (unit[0], unit[1])
                 self._left[group] -= 1
                 self._seen[group] = self._seen.get(group, 0) + 1
                 if getattr(task, 'out_of_date', None):
@@ -303,7 +380,8 @@ class _Count:
                     built[0] += 1
                     built[1] += ran
                 self._status.progress.set_units_built(self._executed)
-                self._expect()
+                if not self._all_fixed:     # else the expectation is the one it was
+                    self._expect()
 
     def finish(self):
         """The build is over (also stopped, or failed): the history's account of the units
@@ -330,17 +408,24 @@ class _Count:
         commands, units = progress.last_build()
         self._last_per_unit = commands / units if units else None
         self._last_kinds = parse_kinds(getattr(progress, 'last_build_kinds', str)())
+        self._fixed = {kind: figures[1] / figures[0]
+                       for kind, figures in self._last_kinds.items() if figures[0]}
         graph = _Graph()
         units = units_to_build(top, graph)
         try:
             known, self._parents = known_out_of_date(units, graph)
         except Exception:       # never the build's problem: every unit as before
             known, self._parents = None, {}
+        targets_of, left = graph.targets, self._left
         for unit in units:
-            key = _unit_key(unit)
-            group = (_kind(unit), known is None or key in known)
+            targets = targets_of.get(unit)
+            if targets is None:
+                targets = unit.get_all_targets()
+            key = targets[0] if targets else unit
+            group = (_kind_of(targets), known is None or key in known)
             self._units[key] = list(group)
-            self._left[group] = self._left.get(group, 0) + 1
+            left[group] = left.get(group, 0) + 1
+        self._all_fixed = all(kind in self._fixed for kind, _ in left)
 
     def _known_out_of_date_above(self, key):
         """The unit `key`, not known out of date, was: so are the units above it not made
@@ -357,19 +442,27 @@ class _Count:
             stack.extend(self._parents.get(above, ()))
 
     def _expect(self):
+        """Tell the status the commands still expected: for each group (a kind, known
+        out of date or not) its units left that will be built, as many as of those made
+        ready so far were out of date, counting one more that was for those known out of
+        date (so a kind not met yet is built whole, and a clean build stays whole), one
+        more that was not for the others (so an edit of sources alone is counted exactly
+        from the start, and a header edit, a changed command line or a content decider's
+        up-to-date verdict shows as they are met); times the commands per unit of its
+        kind.  Once for every unit made ready: the arithmetic inline, a kind's commands
+        per unit from the last build looked up (_fixed), the others asked of
+        _per_unit."""
         self._overall = None    # this build's commands per unit over all kinds, once
-        self._status.expect(round(sum(self._to_build(group, left) * self._per_unit(group[0])
-                                      for group, left in self._left.items() if left)))
-
-    def _to_build(self, group, left):
-        """How many of the `left` units of `group` (a kind, known out of date or not) will
-        be built: as many as of those made ready so far were out of date, counting one
-        more that was for those known out of date (so a kind not met yet is built whole,
-        and a clean build stays whole), one more that was not for the others (so an edit
-        of sources alone is counted exactly from the start, and a header edit, a changed
-        command line or a content decider's up-to-date verdict shows as they are met)."""
-        known = 1 if group[1] else 0
-        return left * (self._rebuilt.get(group, 0) + known) / (self._seen.get(group, 0) + 1)
+        fixed, rebuilt, seen = self._fixed, self._rebuilt, self._seen
+        terms = []
+        for group, left in self._left.items():
+            if left:
+                per_unit = fixed.get(group[0])
+                if per_unit is None:
+                    per_unit = self._per_unit(group[0])
+                terms.append(left * (rebuilt.get(group, 0) + (1 if group[1] else 0))
+                             / (seen.get(group, 0) + 1) * per_unit)
+        self._status.expect(round(sum(terms)))
 
     def _per_unit(self, kind):
         """Commands per unit of `kind`: the last build's of these targets, else this
@@ -428,16 +521,14 @@ def parse_kinds(text):
     return kinds
 
 
-def _unit_key(executor):
-    """A unit by its first target: once SCons has found a node up to date, the node lets
-    its executor go (get_executor() gives None), the task keeps its targets."""
-    targets = executor.get_all_targets()
-    return targets[0] if targets else executor
-
-
-def _kind(executor):
+def _kind_of(targets):
+    """The suffix of the first of `targets` ('' for none).  A File's name is the last
+    part of its path (str() of it, which SCons builds with several calls)."""
     try:
-        name = str(executor.get_all_targets()[0])
+        target = targets[0]
+        name = getattr(target, 'name', None) if target.__class__.__name__ in _FILE_KINDS else None
+        if name.__class__ is not str:
+            name = str(target)
     except Exception:
         return ''
     base = name.rsplit('/', 1)[-1]

@@ -345,6 +345,31 @@ def test_the_prior_stats_each_file_once(tmp_path):
     assert parents[nodes['sub/a0.o']] == [nodes['sub/libone.a']]
 
 
+def test_in_a_clean_tree_the_prior_stats_a_directory_once(tmp_path):
+    # No outputs: the first target missing in sub/ has the directory listed, and the
+    # other 12 targets there are missing without a stat each; no source needs one (a
+    # unit whose target is missing is out of date as it is).
+    nodes = libs_tree_nodes(tmp_path)
+    graph = progress._Graph()
+    units = progress.units_to_build([nodes['sub/prog']], graph)
+    paths = []
+
+    def stat(path):
+        paths.append(path)
+        return os.stat(path)
+    known, _ = progress.known_out_of_date(units, graph, stat)
+    assert len(units) == 13 and len(known) == 13
+    assert len(paths) == 1, paths
+    # Some outputs made: those are stat()ed (with their sources), the others are not.
+    made(nodes, ['sub/a0.o', 'sub/a1.o'], 2000000000)
+    paths.clear()
+    known, _ = progress.known_out_of_date(units, graph, stat)
+    assert len(known) == 13 - 2
+    assert sorted(set(paths)) == sorted(paths)
+    assert {nodes['sub/a0.o'].path, nodes['sub/a1.o'].path} <= set(paths)
+    assert len(paths) <= 1 + 2 + 2, paths
+
+
 def test_kinds_text_round_trip():
     kinds = {'o': [60, 60, 60, 600], 'a': [32, 64, 32, 32], '': [4, 4, 4, 4],
              'tar gz': [1, 3, 0, 1], 'h': [0, 0, 0, 5]}

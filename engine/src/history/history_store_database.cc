@@ -36,6 +36,10 @@ constexpr const char* kAddKinds = "ALTER TABLE builds ADD COLUMN kinds TEXT NOT 
 
 // Builds kept; beyond it the least recently used go (one per set of targets).
 constexpr int kMaxBuilds = 64;
+constexpr const char* kDropBuilds =
+    "DELETE FROM builds WHERE targets_key NOT IN"
+    " (SELECT targets_key FROM builds ORDER BY last_used DESC LIMIT 64)";
+static_assert(kMaxBuilds == 64, "kDropBuilds keeps kMaxBuilds builds");
 
 constexpr const char* kUpsertBuild =
     "INSERT INTO builds (targets_key, exact_keys, units, last_used, kinds) VALUES (?1, ?2, ?3, ?4, ?5)"
@@ -386,8 +390,8 @@ HistoryDatabase::HistoryDatabase(sqlite3* db, std::string path,
     : db_(db), path_(std::move(path)), options_(options) {}
 
 HistoryDatabase::~HistoryDatabase() {
-  sqlite3_finalize(upsert_);
-  sqlite3_finalize(upsert_build_);
+  for (sqlite3_stmt* statement : {upsert_, upsert_build_, begin_, commit_, count_, drop_builds_})
+    sqlite3_finalize(statement);
   sqlite3_close_v2(db_);  // the last connection checkpoints the WAL and removes it
 }
 
@@ -420,7 +424,7 @@ HistoryStatus HistoryDatabase::write(const std::vector<HistoryRecord>& batch,
   if (batch.empty() && builds.empty()) return HistoryStatus::kOk;
   int code = upsert_ ? SQLITE_OK : sqlite3_prepare_v3(db_, kUpsert, -1, SQLITE_PREPARE_PERSISTENT, &upsert_, nullptr);
   if (code != SQLITE_OK) return fail(code, "preparing a write", problem);
-  if ((code = exec(db_, "BEGIN IMMEDIATE")) != SQLITE_OK) return fail(code, "writing", problem);
+  if ((code = run(&begin_, "BEGIN IMMEDIATE")) != SQLITE_DONE) return fail(code, "writing", problem);
   for (const HistoryRecord& record : batch) {
     sqlite3_bind_int64(upsert_, 1, static_cast<sqlite3_int64>(record.exact_key));
     if (record.fallback_key)
@@ -454,15 +458,29 @@ HistoryStatus HistoryDatabase::write(const std::vector<HistoryRecord>& batch,
     if (code != SQLITE_DONE) return fail(code, "writing a build", problem);
   }
   HistoryStatus status = HistoryStatus::kOk;
-  if (!prune(problem, status)) return status;
-  if ((code = exec(db_, "COMMIT")) != SQLITE_OK) return fail(code, "committing", problem);
+  if (!prune(!builds.empty(), problem, status)) return status;
+  if ((code = run(&commit_, "COMMIT")) != SQLITE_DONE) return fail(code, "committing", problem);
   return HistoryStatus::kOk;
 }
 
-// Inside write()'s transaction: drops the least recently used rows beyond max_rows.
-bool HistoryDatabase::prune(std::string& problem, HistoryStatus& status) {
+int HistoryDatabase::run(sqlite3_stmt** statement, const char* sql, std::int64_t* value) {
+  if (!*statement) {
+    const int code = sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, statement, nullptr);
+    if (code != SQLITE_OK) return code;
+  }
+  const int code = sqlite3_step(*statement);
+  if (code == SQLITE_ROW && value) *value = sqlite3_column_int64(*statement, 0);
+  // The error, if any, is step()'s (extended codes are on): reset() only repeats it.
+  sqlite3_reset(*statement);
+  return code;
+}
+
+// Inside write()'s transaction: drops the least recently used rows beyond max_rows, and
+// the builds beyond kMaxBuilds when it wrote one (no other write adds any).
+bool HistoryDatabase::prune(bool builds_written, std::string& problem, HistoryStatus& status) {
   std::int64_t rows = 0;
-  int code = query_int(db_, "SELECT count(*) FROM commands", rows);
+  int code = run(&count_, "SELECT count(*) FROM commands", &rows);
+  code = code == SQLITE_ROW ? SQLITE_OK : code;
   if (code == SQLITE_OK && rows > static_cast<std::int64_t>(options_.max_rows)) {
     Statement drop(db_, "DELETE FROM commands WHERE exact_key IN"
                         " (SELECT exact_key FROM commands ORDER BY last_used LIMIT ?1)");
@@ -472,12 +490,9 @@ bool HistoryDatabase::prune(std::string& problem, HistoryStatus& status) {
     }
     code = drop.code() == SQLITE_DONE ? SQLITE_OK : drop.code();
   }
-  if (code == SQLITE_OK) {
-    const std::string drop_builds =
-        "DELETE FROM builds WHERE targets_key NOT IN"
-        " (SELECT targets_key FROM builds ORDER BY last_used DESC LIMIT " +
-        std::to_string(kMaxBuilds) + ")";
-    code = exec(db_, drop_builds.c_str());
+  if (code == SQLITE_OK && builds_written) {
+    code = run(&drop_builds_, kDropBuilds);
+    code = code == SQLITE_DONE ? SQLITE_OK : code;
   }
   if (code == SQLITE_OK) return true;
   status = fail(code, "pruning", problem);

@@ -103,13 +103,22 @@ class HistoryDatabase {
  private:
   HistoryDatabase(sqlite3* db, std::string path, const HistoryDatabaseOptions& options);
   HistoryStatus fail(int code, const char* doing, std::string& problem);
-  bool prune(std::string& problem, HistoryStatus& status);
+  bool prune(bool builds_written, std::string& problem, HistoryStatus& status);
+  /// Steps `*statement` (prepared from `sql` at its first use, kept for the next
+  /// batches: a build's writer writes one every couple of seconds) once and resets it;
+  /// SQLite's result code (SQLITE_DONE, SQLITE_ROW with `value` its first column).
+  int run(sqlite3_stmt** statement, const char* sql, std::int64_t* value = nullptr);
 
   sqlite3* db_;
   std::string path_;
   HistoryDatabaseOptions options_;
-  sqlite3_stmt* upsert_ = nullptr;        // prepared on first write
-  sqlite3_stmt* upsert_build_ = nullptr;  // prepared on first build written
+  // Prepared at their first use, finalized with the database (SQLITE_PREPARE_PERSISTENT).
+  sqlite3_stmt* upsert_ = nullptr;
+  sqlite3_stmt* upsert_build_ = nullptr;
+  sqlite3_stmt* begin_ = nullptr;         // BEGIN IMMEDIATE
+  sqlite3_stmt* commit_ = nullptr;
+  sqlite3_stmt* count_ = nullptr;         // the commands' rows
+  sqlite3_stmt* drop_builds_ = nullptr;   // the builds beyond kMaxBuilds
 };
 
 }  // namespace spawnpool::detail

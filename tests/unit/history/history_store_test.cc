@@ -216,6 +216,31 @@ TEST_CASE_METHOD(test::StoreFixture, "the store keeps max_rows rows, dropping th
   CHECK(reopened.snapshot.find_exact(16));
 }
 
+TEST_CASE_METHOD(test::StoreFixture, "the store keeps the 64 builds used last, over writes that reuse their statements", "[history][builds]") {
+  std::string problem;
+  {
+    HistoryOpenResult opened = HistoryDatabase::open(path, {});
+    REQUIRE(opened.database);
+    // One write a build, as a build's writer does: each write after the first runs the
+    // statements its first one prepared.
+    for (std::uint64_t n = 1; n <= 70; ++n)
+      REQUIRE(opened.database->write({{n, 0, kMiB, 1, static_cast<std::int64_t>(n)}},
+                                     {{n, BuildShape{{n}, 1, ""}, static_cast<std::int64_t>(n)}},
+                                     problem) == HistoryStatus::kOk);
+    CHECK(sql(path, "SELECT count(*) FROM builds") == "64");
+    CHECK(sql(path, "SELECT min(targets_key) FROM builds") == "7");
+    // A write of commands alone leaves the builds as they are, and commits.
+    REQUIRE(opened.database->write({{71, 0, kMiB, 1, 71}}, problem) == HistoryStatus::kOk);
+    CHECK(sql(path, "SELECT count(*) FROM builds") == "64");
+    CHECK(sql(path, "SELECT count(*) FROM commands") == "71");
+  }
+  const HistoryOpenResult reopened = HistoryDatabase::open(path, {});
+  CHECK_FALSE(reopened.snapshot.find_build(6));
+  REQUIRE(reopened.snapshot.find_build(70));
+  CHECK(reopened.snapshot.find_build(70)->exact_keys == std::vector<std::uint64_t>{70});
+  CHECK(reopened.snapshot.find_exact(71));
+}
+
 TEST_CASE_METHOD(test::StoreFixture, "flush writes everything recorded before it, and the writer batches on its own", "[memory][history]") {
   HistoryStoreOptions options = fast_options();
   options.flush_batch = 8;
