@@ -32,14 +32,14 @@ int open_resettable_peak(int dir_fd) {
   return -1;
 }
 
+// Whether the controller list in `file` ("cgroup.controllers", "cgroup.subtree_control":
+// one line of space-separated names) names memory.
 bool lists_memory(int dir_fd, const char* file) {
-  const int fd = open_at(dir_fd, file, O_RDONLY);
-  if (fd < 0) return false;
   std::string text;
-  const bool ok = read_all(fd, text);
-  close(fd);
+  if (!with_file_at(dir_fd, file, O_RDONLY, [&](int fd) { return read_all(fd, text); }))
+    return false;
   text = " " + text.substr(0, text.find('\n')) + " ";
-  return ok && text.find(" memory ") != std::string::npos;
+  return text.find(" memory ") != std::string::npos;
 }
 
 // Writes `change` ("+memory", "-memory") to the cgroup's cgroup.subtree_control; false
