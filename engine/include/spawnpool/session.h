@@ -1,11 +1,11 @@
 // One build's command stack, for a C++ build driver: the same layers, in the same order,
 // that the SCons plugin, `spawnpool run` and the Python package run every command
-// through (docs/architecture.md, "The command stack"): the compiler launcher for compiles,
-// the trace and the statistics, output printed as one block per command, direct exec of
-// simple `sh -c` lines, and the pool (whose scheduler grants each command its slot, local
-// slot, make's jobserver token and memory at once: PoolOptions). Each option is named
-// and documented once, here: the engine's Session takes these, and the Python package's
-// Settings (options.py) are mapped onto them (engine/python/stack_binding.cc).
+// through (docs/architecture.md, "The life of a command"): the compiler launcher for
+// compiles, the trace and the statistics, output printed as one block per command, direct
+// exec of simple `sh -c` lines, and the pool (whose scheduler grants each command its
+// slot, local slot, make's jobserver token and memory at once: PoolOptions). Each option
+// is named and documented once, here: the engine's Session takes these, and the Python
+// package's Settings (options.py) are mapped onto them (engine/python/stack_binding.cc).
 //
 //   spawnpool::Pool pool(pool_options);          // jobserver, memory budget, slots
 //   spawnpool::SessionOptions options;

@@ -16,8 +16,9 @@ MiB, budget M MiB)``).  Exit status: 0 when every command
 succeeded, 1 when any failed, 2 for a usage error, 128+N when interrupted by signal N.
 The build-feature options are those of ``scons --process-spawner`` (options.py).
 
-Threads: one worker thread per slot takes the next line and runs it (Pool.run releases
-the GIL); the main thread only waits, so it is the one that sees Ctrl-C and SIGTERM.
+Threads: one worker thread per slot takes the next line and runs it (the engine's stack
+releases the GIL); the main thread only waits, so it is the one that sees Ctrl-C and
+SIGTERM.
 """
 
 import argparse

@@ -96,7 +96,7 @@ OPTIONS = (
 class Settings:
     """The options' values for one build.  `flag(name)` spells an option as the front
     end does, for messages; `base_dir` is where a relative trace, report or history path
-    starts; `default_history` is the history with memory admission when none is named
+    starts; `default_history` is the history kept where none is named
     (SCons: .spawnpool/ at the top of the build; None: no history)."""
 
     def __init__(self, flag_prefix='--', base_dir=None, default_history=None, **values):

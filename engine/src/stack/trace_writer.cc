@@ -133,7 +133,7 @@ void TraceWriter::add(const Result& result, std::string_view line, std::string_v
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (fd_ < 0) return;
-    std::string meta;  // empty (no allocation) but before a slot's first command
+    std::string meta;  // empty (no allocation) but for a new slot or the memory mode
     if (result.started()) metadata_locked(meta, result);
     iovec parts[] = {{meta.data(), meta.size()},
                      {events.data(), events.size()},

@@ -8,7 +8,7 @@
 //   dispatch), pool_overhead_ms, and slot_wait_ms / local_slot_wait_ms /
 //   jobserver_wait_ms for what the scheduler says it waited for (when it waited); a
 //   failed command whose output was captured keeps it in `output` (its first 16000
-//   characters); the caller's extra args last (the SCons plugin: targets and inputs);
+//   characters); then the caller's extra args (the SCons plugin: targets and inputs);
 // - a command that never started: an instant event ("ph": "i", "s": "p", tid 0) when it
 //   was refused; args command, error, stage;
 // - with memory admission (predicted_peak_bytes set): args peak_memory_mib,
