@@ -40,7 +40,8 @@ Why this order: the launcher rewrites the line before anything reads it; output 
 captures whatever direct exec adds (sh's "Segmentation fault"); direct exec sits on the
 runner because only it knows a program could not start and the line needs sh after all.
 A layer that is not asked for is not there: with the defaults a command crosses the
-engine's direct exec alone.
+engine's direct exec alone, and output sync too while a status line is shown (the line
+needs the output to come through it).
 
 Threading: every layer is thread-safe (run() is called from many threads at once); the
 session is built, started and finished by one thread.

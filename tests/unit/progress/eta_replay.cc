@@ -1,8 +1,8 @@
 // eta_replay: replays recorded builds (BuildProgress.record(), progress_recording.h;
-// bench_projects/eta_bench.py --record writes them) through the engine's own
-// BuildProgress and estimator and prints the ETA's error against the time that really
-// remained, at 25%, 50% and 75% of each build's wall time (from its begin to its end
-// event), as eta_bench.py measures it, with the median over the recordings given.
+// bench_projects/eta_bench.py writes them, WORK/NAME.progress.rec) through the
+// engine's own BuildProgress and estimator and prints the ETA's error against the time
+// that really remained, at 25%, 50% and 75% of each build's wall time (from its begin to
+// its end event), as eta_bench.py measures it, with the median over the recordings given.
 // Beside it the naive elapsed x (M - N) / N with the true M. For tuning the estimator:
 // rebuild this (the spawnpool_eta_replay target) and replay in milliseconds.
 //
