@@ -1,10 +1,10 @@
 // One layer of the command stack (Ninja's CommandRunner seam): every feature around a
 // command (launcher, direct exec, output sync, trace and statistics) is a Layer on an
 // inner Layer, and the bottom one runs the command (the pool, a plain in-process runner,
-// the tests' fake). The stack is built once per build by the Session
-// (engine/src/stack/session.*) from the build's options; a layer nobody asked for is not
-// in it. Thread-safe: run() is called from many driver threads at once; a layer keeps
-// what it shares under its own lock and never holds it across the inner run().
+// the tests' fake). The Session (engine/src/stack/session.*) builds the stack once per
+// build from the build's options; a layer nobody asked for is not in it. Thread-safe:
+// run() is called from many driver threads at once; a layer keeps what it shares under
+// its own lock and never holds it across the inner run().
 #pragma once
 
 #include "engine/src/command/prepared_command.h"
