@@ -42,6 +42,9 @@ class Tmux:
         subprocess.run(self.base + ['new-session', '-d', '-x', str(width), '-y', str(height),
                                     '-s', 'build', 'sh', '-c', 'trap : INT; ' + command + '; echo __EXIT__$?; sleep 600'],
                        check=True, env=dict(os.environ, TMUX=''))
+        # kill-server leaves the server's socket file behind (tmux 3.3a): close() removes it.
+        self.socket = subprocess.run(self.base + ['display-message', '-p', '#{socket_path}'],
+                                     capture_output=True, text=True).stdout.strip()
 
     def screen(self):
         """The pane's lines, its history included, trailing blank lines dropped."""
@@ -64,6 +67,11 @@ class Tmux:
 
     def close(self):
         subprocess.run(self.base + ['kill-server'], capture_output=True)
+        if self.socket:
+            try:
+                os.unlink(self.socket)
+            except FileNotFoundError:
+                pass
 
 
 def scons_command(root, pool, *args):
