@@ -146,7 +146,7 @@ CgroupHierarchy find_memory_hierarchy() {
   if (found.version == CgroupVersion::kV2) {
     read_file_text(found.dir + "/cgroup.controllers", controllers);
     controllers = controllers.substr(0, controllers.find('\n'));
-    if (!has_token(controllers, "memory", ' ')) {
+    if (!lists_controller(controllers, "memory")) {
       found.why_not = "the memory controller is not available in " + found.dir +
                       " (cgroup.controllers: '" + controllers + "')";
       found.version = CgroupVersion::kNone;

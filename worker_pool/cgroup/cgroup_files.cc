@@ -6,6 +6,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 
@@ -112,6 +113,16 @@ bool read_all(int fd, std::string& out) {
     out.resize(old_size + static_cast<std::size_t>(n));
     if (n == 0) return true;
   }
+}
+
+bool lists_controller(std::string_view list, std::string_view controller) {
+  std::size_t at = 0;
+  while (at < list.size()) {
+    const std::size_t end = std::min(list.find_first_of(" \n", at), list.size());
+    if (list.substr(at, end - at) == controller) return true;
+    at = end + 1;
+  }
+  return false;
 }
 
 bool read_file_text(const std::string& path, std::string& out) {

@@ -40,6 +40,10 @@ bool write_text(int fd, std::string_view text);
 /// The whole file from offset 0 (cgroup.procs, memory.stat); `out` is replaced.
 bool read_all(int fd, std::string& out);
 
+/// Whether a controller list (the text of cgroup.controllers or cgroup.subtree_control:
+/// names separated by spaces, a newline at the end) names `controller`.
+bool lists_controller(std::string_view list, std::string_view controller);
+
 /// Names of the subdirectories (child cgroups) of the directory open at `dir_fd` that
 /// start with `prefix` ("" for all); none where it cannot be listed.
 std::vector<std::string> subdirectories(int dir_fd, const std::string& prefix);

@@ -36,10 +36,8 @@ int open_resettable_peak(int dir_fd) {
 // one line of space-separated names) names memory.
 bool lists_memory(int dir_fd, const char* file) {
   std::string text;
-  if (!with_file_at(dir_fd, file, O_RDONLY, [&](int fd) { return read_all(fd, text); }))
-    return false;
-  text = " " + text.substr(0, text.find('\n')) + " ";
-  return text.find(" memory ") != std::string::npos;
+  return with_file_at(dir_fd, file, O_RDONLY, [&](int fd) { return read_all(fd, text); }) &&
+         lists_controller(text, "memory");
 }
 
 // Writes `change` ("+memory", "-memory") to the cgroup's cgroup.subtree_control; false

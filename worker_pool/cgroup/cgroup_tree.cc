@@ -43,7 +43,7 @@ bool gives_children_memory(const std::string& parent, CgroupVersion version, std
     return false;
   }
   subtree = subtree.substr(0, subtree.find('\n'));
-  if ((" " + subtree + " ").find(" memory ") != std::string::npos) return true;
+  if (lists_controller(subtree, "memory")) return true;
   why = "the memory controller is not enabled for the children of " + parent +
         " (its cgroup.subtree_control: '" + subtree + "'; write +memory to it)";
   return false;

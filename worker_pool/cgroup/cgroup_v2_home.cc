@@ -5,20 +5,12 @@
 
 #include <cerrno>
 #include <cstring>
-#include <sstream>
 
 #include "worker_pool/cgroup/cgroup_config.h"
 #include "worker_pool/cgroup/cgroup_files.h"
 
 namespace spawnpool::detail {
 namespace {
-
-bool lists(const std::string& text, const std::string& word) {
-  std::istringstream words(text);
-  for (std::string w; words >> w;)
-    if (w == word) return true;
-  return false;
-}
 
 std::string leaf_name() { return "spawnpool-" + std::to_string(getpid()) + "-driver"; }
 
@@ -55,8 +47,8 @@ bool leave_v2_home(const std::string& driver_dir, std::string& home, std::uint32
     why = error_text("cannot read the cgroup files of " + home);
     return false;
   }
-  if (lists(subtree, "memory")) return true;
-  if (!lists(controllers, "memory")) {
+  if (lists_controller(subtree, "memory")) return true;
+  if (!lists_controller(controllers, "memory")) {
     why = "the memory controller is not delegated to " + home;
     return false;
   }

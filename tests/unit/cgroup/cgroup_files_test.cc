@@ -79,6 +79,16 @@ TEST_CASE("keyed values, pid lists and limits parse as the kernel writes them", 
   CHECK_FALSE(value_of("", value));
 }
 
+TEST_CASE("a controller list names a controller as a whole word", "[cgroup][files]") {
+  CHECK(lists_controller("cpuset cpu io memory pids\n", "memory"));
+  CHECK(lists_controller("memory", "memory"));
+  CHECK(lists_controller("memory pids", "memory"));
+  CHECK_FALSE(lists_controller("cpu io pids\n", "memory"));
+  CHECK_FALSE(lists_controller("memoryx hugememory\n", "memory"));
+  CHECK_FALSE(lists_controller("", "memory"));
+  CHECK_FALSE(lists_controller("\n", "memory"));
+}
+
 TEST_CASE("writes go to offset 0, one value per write", "[cgroup][files]") {
   test::TempDir dir;
   std::ofstream(dir / "f") << "";
