@@ -63,12 +63,13 @@ class _TaskCommands(threading.local):
 
 task_commands = _TaskCommands()
 _count = None           # the _Count install() made
+_hooks = []             # (class, name, stock method, hook) install() put in place
 
 
 def install(build_task, session_for):
     """Follow `build_task`'s make_ready, execute and executed; `session_for()` gives the
-    session whose status line shows the count, or None (no status line: the hooks do
-    nothing)."""
+    session whose status line shows the count, or None (no status line: the first task
+    made ready finds that out and puts the stock methods back)."""
     global _count
     count = _count = _Count(session_for)
     _after(build_task, 'make_ready', count.evaluated)
@@ -98,8 +99,7 @@ def _around_execute(build_task):
             return stock(self, *args, **kwargs)
         finally:
             self._spawnpool_commands = task_commands.ran
-    execute.__wrapped__ = stock
-    build_task.execute = execute
+    _hook(build_task, 'execute', execute, stock)
 
 
 def units_to_build(top, graph=None):
@@ -314,8 +314,23 @@ def _after(owner, name, after):
         except Exception:       # the count must never break the build
             pass
         return result
-    hooked.__wrapped__ = stock
-    setattr(owner, name, hooked)
+    _hook(owner, name, hooked, stock)
+
+
+def _hook(owner, name, hook, stock):
+    hook.__wrapped__ = stock
+    setattr(owner, name, hook)
+    _hooks.append((owner, name, stock, hook))
+
+
+def _uninstall():
+    """No status line follows this build: the stock methods back, so that its tasks do
+    not pass through hooks that would only find no status (a lock and three calls per
+    task). A method something else wrapped since is left as it is."""
+    for owner, name, stock, hook in _hooks:
+        if getattr(owner, name, None) is hook:
+            setattr(owner, name, stock)
+    del _hooks[:]
 
 
 class _Count:
@@ -400,6 +415,7 @@ class _Count:
         self._begun = True
         session = self._session_for()
         if session is None:
+            _uninstall()
             return
         taskmaster = task.tm
         top = list(getattr(taskmaster, 'original_top', None) or [])

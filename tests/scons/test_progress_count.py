@@ -97,6 +97,48 @@ def count_with(monkeypatch, status):
     return progress._Count(lambda: session), targets
 
 
+def hooked_build_task(monkeypatch, session):
+    """A BuildTask-like class with install()'s hooks on it, and its stock methods."""
+    monkeypatch.setattr(progress, '_hooks', [])
+    monkeypatch.setattr(progress, '_count', None)
+    monkeypatch.setattr(progress, 'units_to_build', lambda top, graph=None: [])
+
+    class BuildTask:
+        def make_ready(self):
+            pass
+
+        def execute(self):
+            pass
+
+        def executed(self):
+            pass
+    stock = dict(vars(BuildTask))
+    progress.install(BuildTask, lambda: session)
+    return BuildTask, stock
+
+
+def test_without_a_status_line_the_first_task_puts_the_stock_methods_back(monkeypatch):
+    build_task, stock = hooked_build_task(monkeypatch, None)
+    names = ('make_ready', 'execute', 'executed')
+    assert all(getattr(build_task, name) is not stock[name] for name in names)
+    task = build_task()
+    task.targets, task.out_of_date, task.tm = [Target('a.o')], True, Taskmaster()
+    build_task.make_ready(task)
+    assert all(getattr(build_task, name) is stock[name] for name in names)
+    progress.finish()           # the plugin's exit handler: nothing to give
+
+
+def test_with_a_status_line_the_hooks_stay(monkeypatch):
+    class Session:
+        status = Status(Progress())
+    build_task, stock = hooked_build_task(monkeypatch, Session())
+    task = build_task()
+    task.targets, task.out_of_date, task.tm = [Target('a.o')], True, Taskmaster()
+    build_task.make_ready(task)
+    assert build_task.make_ready is not stock['make_ready']
+    assert build_task.make_ready.__wrapped__ is stock['make_ready']
+
+
 def test_an_incremental_build_expects_two_commands_per_library(monkeypatch):
     # The last build (a clean one) ran 14 commands for 12 units: 1.17 per unit over all
     # kinds. One object out of date: once the objects are found up to date, the two
