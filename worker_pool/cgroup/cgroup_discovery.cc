@@ -19,12 +19,6 @@ std::vector<std::string_view> split(std::string_view text, char separator) {
   }
 }
 
-bool has_token(std::string_view list, std::string_view token, char separator) {
-  for (std::string_view part : split(list, separator))
-    if (part == token) return true;
-  return false;
-}
-
 struct Mount {
   std::string root;   // the hierarchy's directory shown at mount_point
   std::string point;
@@ -45,7 +39,7 @@ std::vector<Mount> cgroup_mounts(std::string_view mountinfo, std::string_view co
     const std::string_view options = dash + 3 < fields.size() ? fields[dash + 3] : "";
     const bool wanted = controller.empty()
                             ? type == "cgroup2"
-                            : type == "cgroup" && has_token(options, controller, ',');
+                            : type == "cgroup" && lists_controller(options, controller, ",");
     if (wanted) mounts.push_back({unescape_mount_path(fields[3]), unescape_mount_path(fields[4])});
   }
   return mounts;
@@ -104,7 +98,7 @@ CgroupHierarchy parse_memory_hierarchy(std::string_view proc_cgroup, std::string
     if (line.substr(0, first) == "0" && controllers.empty()) {
       v2_line = true;
       v2_path = path;
-    } else if (has_token(controllers, "memory", ',')) {
+    } else if (lists_controller(controllers, "memory", ",")) {
       v1_path = path;
     }
   }

@@ -115,10 +115,11 @@ bool read_all(int fd, std::string& out) {
   }
 }
 
-bool lists_controller(std::string_view list, std::string_view controller) {
+bool lists_controller(std::string_view list, std::string_view controller,
+                      std::string_view separators) {
   std::size_t at = 0;
   while (at < list.size()) {
-    const std::size_t end = std::min(list.find_first_of(" \n", at), list.size());
+    const std::size_t end = std::min(list.find_first_of(separators, at), list.size());
     if (list.substr(at, end - at) == controller) return true;
     at = end + 1;
   }

@@ -40,9 +40,11 @@ bool write_text(int fd, std::string_view text);
 /// The whole file from offset 0 (cgroup.procs, memory.stat); `out` is replaced.
 bool read_all(int fd, std::string& out);
 
-/// Whether a controller list (the text of cgroup.controllers or cgroup.subtree_control:
-/// names separated by spaces, a newline at the end) names `controller`.
-bool lists_controller(std::string_view list, std::string_view controller);
+/// Whether a controller list names `controller` as a whole word: by default the text of
+/// cgroup.controllers or cgroup.subtree_control (names separated by spaces, a newline at
+/// the end); with "," a v1 mount's options or a /proc/PID/cgroup line's controllers.
+bool lists_controller(std::string_view list, std::string_view controller,
+                      std::string_view separators = " \n");
 
 /// Names of the subdirectories (child cgroups) of the directory open at `dir_fd` that
 /// start with `prefix` ("" for all); none where it cannot be listed.
