@@ -30,7 +30,7 @@ namespace spawnpool::detail {
 /// `command.command` back as it found it before it returns (or runs it through sh).
 class DirectExec : public StackedLayer {
  public:
-  explicit DirectExec(Layer& inner) : StackedLayer(inner) {}
+  using StackedLayer::StackedLayer;
   Result run(PreparedCommand& command) override;
 };
 
