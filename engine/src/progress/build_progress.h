@@ -5,7 +5,8 @@
 // Fed by the build's pools (submitted, started, finished: PoolOptions::progress) and by
 // the driver (how many commands it still expects). Spans pools: a resized build hands the
 // same BuildProgress to its next pool. Thread-safe: one mutex; every call but view() is
-// a lock and O(1) work; view() is O(running + pending predictions). changes() counts
+// a lock and O(1) work; view() is O(active commands + the last build's commands), and
+// sorts only the queued commands (the last build's are kept in order). changes() counts
 // what changed the view but the clock, so that the status line is drawn again only then
 // or when its clock moves (status_printer.h).
 #pragma once
@@ -137,6 +138,9 @@ class BuildProgress {
   /// first). Guarded by mutex_.
   std::vector<double> last_durations_;
   std::vector<std::uint8_t> last_seen_;
+  /// The positions of last_durations_ that have a duration, shortest first (sorted once
+  /// per begin, so that a view reads the predictions to come in order: no sort per view).
+  std::vector<std::uint32_t> by_duration_;  // guarded by mutex_
   /// Exact key -> its positions in the last build not seen in this one, latest first.
   std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> unseen_;  // guarded
   std::uint64_t unseen_count_ = 0;                    // positions not seen; guarded

@@ -45,8 +45,11 @@ std::optional<double> estimate_remaining_s(const EtaInput& input) {
   while (free_at.size() < lanes) free_at.push(0);
 
   std::vector<double> pending = input.pending_s;
-  pending.insert(pending.end(), input.pending_unknown, input.typical_s.value_or(0));
-  std::sort(pending.begin(), pending.end(), std::greater<>());
+  if (!std::is_sorted(pending.begin(), pending.end(), std::greater<>()))
+    std::sort(pending.begin(), pending.end(), std::greater<>());
+  const double typical = input.typical_s.value_or(0);
+  pending.insert(std::upper_bound(pending.begin(), pending.end(), typical, std::greater<>()),
+                 input.pending_unknown, typical);
   double end = longest_running;
   for (double duration : pending) {
     duration *= pace;

@@ -27,7 +27,7 @@ struct EtaInput {
   std::size_t parallelism = 1;
   std::vector<RunningWork> running;
   /// Predicted durations of the commands still to run (queued, or not yet handed to
-  /// the pool), in any order.
+  /// the pool), in any order; longest first spares the estimator its sort.
   std::vector<double> pending_s;
   /// Commands still to run that nothing predicts (no history, no command of the same
   /// program finished).

@@ -57,6 +57,19 @@ TEST_CASE("unknown commands take the typical duration, or there is no estimate")
   CHECK(estimate_remaining_s(input) == Approx(2));
 }
 
+TEST_CASE("the unknown commands take their place among the pending, in any order given") {
+  EtaInput input;
+  input.parallelism = 2;
+  input.typical_s = 2.5;
+  input.pending_unknown = 2;
+  // Longest first: 3, 2.5, 2.5, 2, 1. Slot A 3 + 2 = 5, slot B 2.5 + 2.5 = 5, then 1 on
+  // either: 6 (the unknowns placed last would give 5.5).
+  input.pending_s = {3, 2, 1};  // longest first, as BuildProgress gives them
+  CHECK(estimate_remaining_s(input) == Approx(6));
+  input.pending_s = {1, 3, 2};
+  CHECK(estimate_remaining_s(input) == Approx(6));
+}
+
 TEST_CASE("the pace of the build scales every duration") {
   EtaInput input;
   input.parallelism = 2;
