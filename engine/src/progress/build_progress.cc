@@ -366,7 +366,7 @@ std::vector<double> BuildProgress::expected_predictions(std::uint64_t to_come) c
 }
 
 StatusView BuildProgress::view(std::int64_t now_ns) const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
   if (final_) return *final_;
   StatusView view;
   view.done = done_;
@@ -424,6 +424,9 @@ StatusView BuildProgress::view(std::int64_t now_ns) const {
   const bool known = eta.typical_s || !eta.pending_s.empty() ||
                      std::any_of(eta.running.begin(), eta.running.end(),
                                  [](const RunningWork& w) { return w.predicted_s.has_value(); });
+  // The estimate reads `eta` alone: the pool's threads, which take the lock at each
+  // command's submission, start and end, need not wait for it (half a view's work).
+  lock.unlock();
   if (known) view.remaining_s = estimate_remaining_s(eta);
   return view;
 }

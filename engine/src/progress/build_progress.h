@@ -5,8 +5,9 @@
 // Fed by the build's pools (submitted, started, finished: PoolOptions::progress) and by
 // the driver (how many commands it still expects). Spans pools: a resized build hands the
 // same BuildProgress to its next pool. Thread-safe: one mutex; every call but view() is
-// a lock and O(1) work; view() is O(active commands + the last build's commands), and
-// sorts only the queued commands (the last build's are kept in order). changes() counts
+// a lock and O(1) work; view() is O(active commands + the last build's commands) under
+// the lock, and sorts only the queued commands (the last build's are kept in order); its
+// estimate (eta_estimator.h) is made after the lock is released. changes() counts
 // what changed the view but the clock, so that the status line is drawn again only then
 // or when its clock moves (status_printer.h).
 #pragma once
