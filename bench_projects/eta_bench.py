@@ -394,7 +394,8 @@ def summarize(accuracy):
 
 def pty_build(tree, mode):
     """A clean rebuild on a pseudo-terminal with --process-spawner-status=MODE, under
-    tree_rusage: (wall s, driver CPU s, bytes the terminal got)."""
+    tree_rusage: (wall s, driver CPU s, bytes the terminal got, driver user s, driver
+    system s)."""
     tree.clean()
     result = os.path.join(tree.work, "rusage.json")
     master, slave = os.openpty()
@@ -426,7 +427,8 @@ def pty_build(tree, mode):
         raise SystemExit(f"eta_bench: the {mode} build failed ({rc})")
     with open(result) as f:
         r = json.load(f)
-    return r["wall_s"], r["driver_user_s"] + r["driver_sys_s"], sum(got)
+    return (r["wall_s"], r["driver_user_s"] + r["driver_sys_s"], sum(got), r["driver_user_s"],
+            r["driver_sys_s"])
 
 
 def run_cost(tree, rounds):
@@ -436,7 +438,8 @@ def run_cost(tree, rounds):
         order = ("line", "off") if rnd % 2 == 0 else ("off", "line")
         got = {mode: pty_build(tree, mode) for mode in order}
         pairs.append({"order": list(order), **{m: {"wall_s": got[m][0], "driver_cpu_s": got[m][1],
-                                                   "terminal_bytes": got[m][2]} for m in got}})
+                                                   "terminal_bytes": got[m][2], "driver_user_s": got[m][3],
+                                                   "driver_sys_s": got[m][4]} for m in got}})
         log(f"cost round {rnd + 1}/{rounds} ({order[0]} first): wall line/off "
             f"{got['line'][0] / got['off'][0]:.3f}, driver CPU "
             f"{got['line'][1] / got['off'][1]:.3f}")
@@ -506,11 +509,21 @@ def render(result):
             out.append(f"| {i + 1} | {p['order'][0]} | {p['line']['wall_s']:.2f} s | {p['off']['wall_s']:.2f} s | "
                        f"{wall[i]:.3f} | {p['line']['driver_cpu_s']:.2f} s | {p['off']['driver_cpu_s']:.2f} s | {cpu[i]:.3f} |")
         out += ["", f"Median wall line/off {statistics.median(wall):.3f} (range {min(wall):.3f}-{max(wall):.3f}); "
-                f"median driver CPU line/off {statistics.median(cpu):.3f} (range {min(cpu):.3f}-{max(cpu):.3f}).", ""]
+                f"median driver CPU line/off {statistics.median(cpu):.3f} (range {min(cpu):.3f}-{max(cpu):.3f})"
+                + _cpu_split(cost) + ".", ""]
     for note in result.get("notes", []):
         out.append(note)
         out.append("")
     return "\n".join(out).rstrip("\n") + "\n" + end + "\n"
+
+
+def _cpu_split(cost):
+    """The driver's CPU line/off split into user and system time (runs since 12-07 keep both)."""
+    if not all("driver_user_s" in p[m] for p in cost for m in ("line", "off")):
+        return ""
+    ratios = {part: statistics.median(p["line"][f"driver_{part}_s"] / p["off"][f"driver_{part}_s"] for p in cost)
+              for part in ("user", "sys")}
+    return f": user {ratios['user']:.3f}, system {ratios['sys']:.3f} (medians)"
 
 
 def _range(values, form):

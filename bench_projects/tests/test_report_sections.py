@@ -96,3 +96,16 @@ def test_compare_spawn_replaces_its_table_of_the_same_title(tmp_path):
     text = markdown.read_text()
     assert text.count("### A\n") == 1 and text.count("### B\n") == 1
     assert "| single, RSS 0 GiB, NOFILE 1024, 1 thread | 1.10x | 1.00x | 50 µs | 50 µs | 1.00x |" in text
+
+
+def test_eta_cost_splits_the_driver_cpu_into_user_and_system_when_the_run_kept_both():
+    import eta_bench
+    result = {"started": 0, "machine": {}, "cpus": 2, "jobs": 2, "builds": 1,
+              "shape": {"levels": 2, "dirs": 3, "files": 50},
+              "tree": {"sources": 200, "libraries": 10, "programs": 4}}
+    pair = {"order": ["line", "off"],
+            "line": {"wall_s": 10.0, "driver_cpu_s": 3.0, "driver_user_s": 2.2, "driver_sys_s": 0.8},
+            "off": {"wall_s": 10.0, "driver_cpu_s": 3.0, "driver_user_s": 2.0, "driver_sys_s": 1.0}}
+    assert "): user 1.100, system 0.800 (medians)." in eta_bench.render(dict(result, cost=[pair]))
+    old = {m: {"wall_s": 10.0, "driver_cpu_s": 3.0} for m in ("line", "off")}
+    assert "(range 1.000-1.000)." in eta_bench.render(dict(result, cost=[dict(old, order=["line", "off"])]))
