@@ -396,7 +396,6 @@ class _Count:
                     built = self._built.setdefault(kind, [0, 0])
                     built[0] += 1
                     built[1] += ran
-                self._status.progress.set_units_built(self._executed)
                 if not self._all_fixed:     # else the expectation is the one it was
                     self._expect()
 
