@@ -1,5 +1,5 @@
 """The status line in a real terminal (issue 18, "Done when"): `scons --process-spawner -j2`
-runs in tmux (a private server: -L), and the screen is read with capture-pane while the
+runs in tmux (a private server: -S), and the screen is read with capture-pane while the
 build runs and after it: the progress line at the bottom with every command line above it
 intact, a resize followed, and at the end the screen stock leaves plus one summary line.
 Ctrl-C clears the line and exits as stock.  Skipped (saying why) without tmux."""
@@ -10,6 +10,7 @@ import shlex
 import shutil
 import sqlite3
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -38,13 +39,18 @@ class Tmux:
     sent to the whole foreground group, leaves it to print the exit status."""
 
     def __init__(self, name, command, width=100, height=40):
-        self.base = [TMUX, '-L', '%s-%d' % (name, os.getpid()), '-f', '/dev/null']
-        subprocess.run(self.base + ['new-session', '-d', '-x', str(width), '-y', str(height),
-                                    '-s', 'build', 'sh', '-c', 'trap : INT; ' + command + '; echo __EXIT__$?; sleep 600'],
-                       check=True, env=dict(os.environ, TMUX=''))
-        # kill-server leaves the server's socket file behind (tmux 3.3a): close() removes it.
-        self.socket = subprocess.run(self.base + ['display-message', '-p', '#{socket_path}'],
-                                     capture_output=True, text=True).stdout.strip()
+        # The server's socket in a directory of the test's own (-S), not under tmux's
+        # /tmp/tmux-UID, which -L would create and leave behind; close() removes it
+        # (kill-server leaves the socket file, tmux 3.3a).
+        self.directory = tempfile.mkdtemp(prefix=name + '-')
+        self.base = [TMUX, '-S', os.path.join(self.directory, 'socket'), '-f', '/dev/null']
+        try:
+            subprocess.run(self.base + ['new-session', '-d', '-x', str(width), '-y', str(height),
+                                        '-s', 'build', 'sh', '-c', 'trap : INT; ' + command + '; echo __EXIT__$?; sleep 600'],
+                           check=True, env=dict(os.environ, TMUX=''))
+        except BaseException:
+            shutil.rmtree(self.directory, ignore_errors=True)
+            raise
 
     def screen(self):
         """The pane's lines, its history included, trailing blank lines dropped."""
@@ -67,11 +73,7 @@ class Tmux:
 
     def close(self):
         subprocess.run(self.base + ['kill-server'], capture_output=True)
-        if self.socket:
-            try:
-                os.unlink(self.socket)
-            except FileNotFoundError:
-                pass
+        shutil.rmtree(self.directory, ignore_errors=True)
 
 
 def scons_command(root, pool, *args):
