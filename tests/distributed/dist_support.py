@@ -73,8 +73,12 @@ def scons_argv(*args, pool=True):
 
 def build_env(home, pool=True, **extra):
     """The environment for a scons or make run: none of the caller's launcher or make
-    variables, a private HOME, the plugin on PYTHONPATH for pool runs, then `extra`."""
-    env = base_env(HOME=str(home))
+    variables, a private HOME, and a TMPDIR in it (what a killed distcc client or compiler
+    leaves, a distcc_*.i or a cc*.s, goes with the test's directory, not into /tmp), the
+    plugin on PYTHONPATH for pool runs, then `extra`."""
+    temp = Path(home) / 'tmp'
+    temp.mkdir(parents=True, exist_ok=True)
+    env = base_env(HOME=str(home), TMPDIR=str(temp))
     for name in list(env):
         if name.startswith(('DISTCC_', 'CCACHE_', 'ICECC_', 'MAKEFLAGS', 'MFLAGS',
                             'MAKELEVEL')):
@@ -138,7 +142,9 @@ class Distccd:
         argv = [DISTCCD, '--daemon', '--allow', '127.0.0.1', '--listen', '127.0.0.1',
                 '--port', str(self.port), '--log-file', str(self.log),
                 '--pid-file', str(self.pid_file), '--verbose', '--jobs', str(self.jobs)]
-        subprocess.run(argv, check=True, timeout=30, stdin=subprocess.DEVNULL)
+        # Its temporary files in its own directory, which stop() removes.
+        subprocess.run(argv, check=True, timeout=30, stdin=subprocess.DEVNULL,
+                       env=dict(os.environ, TMPDIR=str(self.dir)))
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             if self.pid is None and self.pid_file.exists():
