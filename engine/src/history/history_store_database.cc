@@ -29,10 +29,12 @@ constexpr const char* kCreateBuilds =
     "  exact_keys BLOB NOT NULL,"         // the commands' exact keys, 8 bytes each
     "  units INTEGER NOT NULL,"           // what the driver built with them (0: unknown)
     "  last_used INTEGER NOT NULL,"
-    "  kinds TEXT NOT NULL DEFAULT '');";  // schema 3: the driver's units by kind
+    "  kinds TEXT NOT NULL DEFAULT '',"   // schema 3: the driver's units by kind
+    "  tail_ns INTEGER NOT NULL DEFAULT 0);";  // schema 4: BuildShape::tail_ns
 
-// Schema 2 to 3: the builds keep their rows, with no kinds.
+// Schema 2 to 3: the builds keep their rows, with no kinds; 3 to 4: with no tail.
 constexpr const char* kAddKinds = "ALTER TABLE builds ADD COLUMN kinds TEXT NOT NULL DEFAULT '';";
+constexpr const char* kAddTail = "ALTER TABLE builds ADD COLUMN tail_ns INTEGER NOT NULL DEFAULT 0;";
 
 // Builds kept; beyond it the least recently used go (one per set of targets).
 constexpr int kMaxBuilds = 64;
@@ -42,10 +44,11 @@ constexpr const char* kDropBuilds =
 static_assert(kMaxBuilds == 64, "kDropBuilds keeps kMaxBuilds builds");
 
 constexpr const char* kUpsertBuild =
-    "INSERT INTO builds (targets_key, exact_keys, units, last_used, kinds) VALUES (?1, ?2, ?3, ?4, ?5)"
+    "INSERT INTO builds (targets_key, exact_keys, units, last_used, kinds, tail_ns)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
     " ON CONFLICT (targets_key) DO UPDATE SET"
     "  exact_keys = excluded.exact_keys, units = excluded.units, last_used = excluded.last_used,"
-    "  kinds = excluded.kinds";
+    "  kinds = excluded.kinds, tail_ns = excluded.tail_ns";
 
 // The larger of the new peak and 3/4 of the old, the duration 3/4 new and 1/4 old: see
 // HistoryDatabase::write. A run that measured nothing (0) leaves the old value alone.
@@ -188,13 +191,16 @@ HistoryStatus create_schema(sqlite3* db, const std::string& path, std::string& p
   return status;
 }
 
-// Schema 1 to 3: the builds table (peaks of 0 need no change: the column was NOT NULL
-// and stays so); 2 to 3: the builds' kinds column. Under the write lock, checked again
-// there: another process may have migrated first.
+// Schema 1 to 4: the builds table (peaks of 0 need no change: the column was NOT NULL
+// and stays so); 2 to 3: the builds' kinds column; 3 to 4: their tail_ns column. Under
+// the write lock, checked again there: another process may have migrated first.
 HistoryStatus migrate_schema(sqlite3* db, const std::string& path, std::string& problem) {
   int code = exec(db, "BEGIN IMMEDIATE");
   if (code == SQLITE_OK && older_schema(db)) {
-    const std::string migrate = std::string(schema_version(db) < 2 ? kCreateBuilds : kAddKinds) +
+    const std::int64_t version = schema_version(db);
+    const std::string migrate = std::string(version < 2    ? kCreateBuilds
+                                            : version < 3  ? std::string(kAddKinds) + kAddTail
+                                                           : kAddTail) +
                                 "PRAGMA user_version = " +
                                 std::to_string(HistoryDatabase::kSchemaVersion) + ";";
     code = exec(db, migrate.c_str());
@@ -206,13 +212,15 @@ HistoryStatus migrate_schema(sqlite3* db, const std::string& path, std::string& 
   return status_of(code);
 }
 
-// The builds' shapes (a schema 1 file has none; a schema 2 file's have no kinds).
+// The builds' shapes (a schema 1 file has none; a schema 2 file's have no kinds, a
+// schema 3 file's no tail).
 HistoryStatus load_builds(sqlite3* db, const std::string& path, HistorySnapshot& snapshot,
                           std::string& problem) {
   const std::int64_t version = schema_version(db);
   if (version < 2) return HistoryStatus::kOk;
-  Statement rows(db, version < 3 ? "SELECT targets_key, exact_keys, units, '' FROM builds"
-                                 : "SELECT targets_key, exact_keys, units, kinds FROM builds");
+  Statement rows(db, version < 3   ? "SELECT targets_key, exact_keys, units, '', 0 FROM builds"
+                     : version < 4 ? "SELECT targets_key, exact_keys, units, kinds, 0 FROM builds"
+                                   : "SELECT targets_key, exact_keys, units, kinds, tail_ns FROM builds");
   while (rows.step()) {
     const auto* data = static_cast<const unsigned char*>(sqlite3_column_blob(rows.get(), 1));
     const int bytes = sqlite3_column_bytes(rows.get(), 1);
@@ -223,6 +231,7 @@ HistoryStatus load_builds(sqlite3* db, const std::string& path, HistorySnapshot&
     shape.units = static_cast<std::uint64_t>(std::max<sqlite3_int64>(sqlite3_column_int64(rows.get(), 2), 0));
     if (const auto* kinds = reinterpret_cast<const char*>(sqlite3_column_text(rows.get(), 3)))
       shape.kinds.assign(kinds, static_cast<std::size_t>(sqlite3_column_bytes(rows.get(), 3)));
+    shape.tail_ns = std::max<sqlite3_int64>(sqlite3_column_int64(rows.get(), 4), 0);
     snapshot.add_build(static_cast<std::uint64_t>(sqlite3_column_int64(rows.get(), 0)),
                        std::move(shape));
   }
@@ -453,6 +462,7 @@ HistoryStatus HistoryDatabase::write(const std::vector<HistoryRecord>& batch,
     sqlite3_bind_int64(upsert_build_, 4, build.used_at_ms);
     sqlite3_bind_text64(upsert_build_, 5, build.shape.kinds.data(), build.shape.kinds.size(),
                         SQLITE_STATIC, SQLITE_UTF8);
+    sqlite3_bind_int64(upsert_build_, 6, build.shape.tail_ns);
     code = sqlite3_step(upsert_build_);
     sqlite3_reset(upsert_build_);
     if (code != SQLITE_DONE) return fail(code, "writing a build", problem);

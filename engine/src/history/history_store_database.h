@@ -68,7 +68,10 @@ class HistoryDatabase {
   /// schema 1 file is migrated when opened for writing.
   /// 3: the builds' kinds (the driver's account of its units by kind); a schema 2 file
   /// is migrated when opened for writing (its builds get none) and read as it is.
-  static constexpr int kSchemaVersion = 3;
+  /// 4: the builds' tails (the driver's time after its last command); schema 2 and 3
+  /// files are migrated when opened for writing (their builds get 0: unknown) and read
+  /// as they are.
+  static constexpr int kSchemaVersion = 4;
   static constexpr std::int32_t kApplicationId = 0x53504d48;  // "SPMH"
 
   /// Opens the store at `path` (creating it and missing parent directories), switches it

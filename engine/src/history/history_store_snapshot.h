@@ -27,6 +27,9 @@ struct BuildShape {
   /// The driver's own account of those units by kind, kept as it gave it (the SCons
   /// plugin: a line `SUFFIX UNITS COMMANDS` per kind of target); empty: none.
   std::string kinds;
+  /// The driver's own time after its last command ended, until the build finished (SCons:
+  /// the nodes left to evaluate, .sconsign written); 0: unknown, or none.
+  std::int64_t tail_ns = 0;
 };
 
 class HistorySnapshot {

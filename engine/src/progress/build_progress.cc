@@ -145,6 +145,8 @@ void BuildProgress::begin_locked(std::uint64_t targets_key, std::int64_t now_ns)
   fit_ = DurationFit{};
   busy_s_ = 0;
   first_started_ns_ = 0;
+  last_end_ns_ = 0;
+  last_tail_s_ = 0;
   ran_.clear();
   units_built_ = 0;
   unit_kinds_.clear();
@@ -155,6 +157,7 @@ void BuildProgress::begin_locked(std::uint64_t targets_key, std::int64_t now_ns)
   if (const BuildShape* last = snapshot_->find_build(targets_key_)) {
     last_build_ = {last->exact_keys.size(), last->units};
     last_build_kinds_ = last->kinds;
+    last_tail_s_ = static_cast<double>(last->tail_ns) / kNsPerS;
     const std::size_t count = last->exact_keys.size();
     last_durations_.reserve(count);
     last_seen_.assign(count, 0);
@@ -268,6 +271,8 @@ void BuildProgress::finished(std::uint64_t id, bool failed, std::int64_t duratio
       fit_.add(*predicted, seconds);
     }
     busy_s_ += seconds;
+    if (it->second.started_ns != 0)
+      last_end_ns_ = std::max(last_end_ns_, it->second.started_ns + duration_ns);
     by_program_[it->second.program].push_back(seconds);
     ++timed_;
   }
@@ -330,6 +335,17 @@ double BuildProgress::pace(std::int64_t now_ns, double running_s) const {
   const double window_s = static_cast<double>(now_ns - first_started_ns_) / kNsPerS;
   if (memory_admission_ || token_waits_ || first_started_ns_ == 0 || window_s <= 0) return 1;
   return 1 / std::clamp((busy_s_ + running_s) / (window_s * static_cast<double>(slots_)), 0.25, 1.0);
+}
+
+// What the driver will still take after its last command ends: the last build's tail
+// (BuildProgress::finish measures it), scaled as its commands are (the history's over
+// this build's: a load that slows the commands slows the driver too), less what has
+// passed of it once no command is left.
+double BuildProgress::tail_s(std::int64_t now_ns, std::uint64_t to_come, const DurationLine& line) const {
+  double tail = last_tail_s_ * line.ratio;
+  if (active_.empty() && to_come == 0 && last_end_ns_ != 0)
+    tail -= static_cast<double>(now_ns - last_end_ns_) / kNsPerS;
+  return std::max(tail, 0.0);
 }
 
 // The learned durations of the last build's commands not seen in this one, from its
@@ -420,6 +436,7 @@ StatusView BuildProgress::view(std::int64_t now_ns) const {
   double running_s = 0;
   for (const RunningWork& work : eta.running) running_s += work.elapsed_s;
   eta.pace = pace(now_ns, running_s);
+  eta.tail_s = tail_s(now_ns, to_come, line);
   // Nothing finished and nothing predicted: no number, not even 0:00.
   const bool known = eta.typical_s || !eta.pending_s.empty() ||
                      std::any_of(eta.running.begin(), eta.running.end(),
@@ -441,7 +458,10 @@ StatusView BuildProgress::finish(std::int64_t now_ns) {
   last.longest_running.clear();
   final_ = last;
   if (recorder_) recorder_->finish(now_ns);
-  if (history_ && targets_key_ != 0) history_->record_build(targets_key_, BuildShape{ran_, units_built_, unit_kinds_});
+  // The tail: the driver's time from its last command's end to here (none: unknown).
+  const std::int64_t tail_ns = last_end_ns_ != 0 ? std::max<std::int64_t>(now_ns - last_end_ns_, 0) : 0;
+  if (history_ && targets_key_ != 0)
+    history_->record_build(targets_key_, BuildShape{ran_, units_built_, unit_kinds_, tail_ns});
   return last;
 }
 

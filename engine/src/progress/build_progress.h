@@ -156,6 +156,11 @@ class BuildProgress {
   double busy_s_ = 0;                                 // guarded by mutex_
   std::int64_t first_started_ns_ = 0;                 // 0: none yet; guarded by mutex_
   double pace(std::int64_t now_ns, double running_s) const;  // mutex_ held
+  /// When this build's last command to finish ended (its start plus its duration; 0:
+  /// none yet), and the last build's tail (BuildShape::tail_ns, seconds; 0: unknown).
+  std::int64_t last_end_ns_ = 0;                      // guarded by mutex_
+  double last_tail_s_ = 0;                            // guarded by mutex_
+  double tail_s(std::int64_t now_ns, std::uint64_t to_come, const DurationLine& line) const;  // mutex_ held
   std::vector<std::uint64_t> ran_;                    // exact keys, in submission order
   std::uint64_t units_built_ = 0;                     // guarded by mutex_
   std::string unit_kinds_;                            // guarded by mutex_

@@ -58,7 +58,7 @@ std::optional<double> estimate_remaining_s(const EtaInput& input) {
     free_at.push(start + duration);
     end = std::max(end, start + duration);
   }
-  return end;
+  return end + std::max(input.tail_s, 0.0);
 }
 
 }  // namespace spawnpool::detail

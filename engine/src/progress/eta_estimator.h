@@ -3,11 +3,11 @@
 // what their predictions leave; the commands still to run go, longest first, each on
 // the slot that frees first (list scheduling), at most `parallelism` at once (fewer
 // than the slots while memory admission holds commands back). The answer is when the
-// last slot frees. Every duration is scaled by the build's pace (how much longer than
-// its commands the build takes on its slots: the driver's own work between commands
-// leaves slots idle). The durations given are the caller's best: BuildProgress puts
-// the history's through a line fitted to this build's finished commands
-// (duration_fit.h). Pure function: thread-safe.
+// last slot frees, plus the driver's own tail after it. Every duration is scaled by the
+// build's pace (how much longer than its commands the build takes on its slots: the
+// driver's own work between commands leaves slots idle). The durations given are the
+// caller's best: BuildProgress puts the history's through a line fitted to this build's
+// finished commands (duration_fit.h). Pure function: thread-safe.
 #pragma once
 
 #include <cstddef>
@@ -39,6 +39,11 @@ struct EtaInput {
   /// slots' idle share so far: BuildProgress::pace): every duration above is multiplied
   /// by it. 1: none idle, or too few finished to tell.
   double pace = 1;
+  /// The driver's own time after the last command ends, until the build is over (the
+  /// last build's: BuildShape::tail_ns, less what has passed of it), added to the last
+  /// slot's end. SCons' is 0.1-0.3 s (the nodes left to evaluate, .sconsign written):
+  /// the last quarter of a 7-s incremental build, the ETA was that much short.
+  double tail_s = 0;
 };
 
 /// Seconds until the build ends, or unset ("no estimate yet") when the input cannot

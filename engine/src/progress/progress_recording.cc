@@ -26,7 +26,8 @@ ProgressRecorder::~ProgressRecorder() {
 void ProgressRecorder::begin(std::int64_t t, std::uint64_t targets_key, const BuildShape* last,
                              const std::vector<std::int64_t>& durations_ns) {
   if (!file_) return;
-  std::fprintf(file_, "B %" PRId64 " %" PRIu64 " %" PRIu64 "\n", t, targets_key, last ? last->units : 0);
+  std::fprintf(file_, "B %" PRId64 " %" PRIu64 " %" PRIu64 " %" PRId64 "\n", t, targets_key,
+               last ? last->units : 0, last ? last->tail_ns : 0);
   if (!last) return;
   for (std::size_t i = 0; i < last->exact_keys.size(); ++i)
     std::fprintf(file_, "L %" PRIu64 " %" PRId64 "\n", last->exact_keys[i],
@@ -121,6 +122,8 @@ std::optional<Recording> read_recording(std::istream& in, std::string* error) {
         e.count = units;
         shape_key = e.id;
         shape.units = units;
+        // The last build's tail: absent in recordings made before it was kept (0).
+        if (ok && !(fields >> shape.tail_ns)) shape.tail_ns = 0;
         in_shape = true;
         rec.start_ns = e.t;
         break;

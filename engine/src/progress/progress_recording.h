@@ -9,7 +9,9 @@
 //
 // The text format, one event a line, times in monotonic ns, numbers in decimal:
 //   spawnpool-progress-recording 1
-//   B t targets_key units            begin(): the build (re)starts at t
+//   B t targets_key units tail_ns    begin(): the build (re)starts at t; the last
+//                                    build's units and tail (BuildShape; tail_ns is
+//                                    absent in older recordings: read as 0)
 //   L exact duration_ns              after B: one command of the last build of those
 //                                    targets, and its learned duration (0: none)
 //   P t slots memory_admission       set_slots()

@@ -114,7 +114,7 @@ TEST_CASE_METHOD(test::StoreFixture, "a build's shape comes back at the next ope
     HistoryStore store(path, fast_options(), warnings.sink());
     store.record_build(11, BuildShape{{1, 2, 3}, 0, ""});
     store.record_build(22, BuildShape{{4}, 0, ""});
-    store.record_build(11, BuildShape{{1, 2, 3, 5}, 3, "o 2 2\na 1 2\n"});  // replaces the pending one
+    store.record_build(11, BuildShape{{1, 2, 3, 5}, 3, "o 2 2\na 1 2\n", 250000000});  // replaces the pending one
     CHECK(store.flush());
     store.record_build(22, BuildShape{{}, 0, ""});  // a build that ran nothing
   }
@@ -124,7 +124,9 @@ TEST_CASE_METHOD(test::StoreFixture, "a build's shape comes back at the next ope
   CHECK(snapshot->find_build(11)->exact_keys == std::vector<std::uint64_t>{1, 2, 3, 5});
   CHECK(snapshot->find_build(11)->units == 3);
   CHECK(snapshot->find_build(11)->kinds == "o 2 2\na 1 2\n");
+  CHECK(snapshot->find_build(11)->tail_ns == 250000000);
   REQUIRE(snapshot->find_build(22));
+  CHECK(snapshot->find_build(22)->tail_ns == 0);
   CHECK(snapshot->find_build(22)->exact_keys.empty());
   CHECK(snapshot->find_build(22)->kinds.empty());
   CHECK_FALSE(snapshot->find_build(33));
@@ -146,7 +148,7 @@ TEST_CASE_METHOD(test::StoreFixture, "a schema 1 store is migrated, its rows kep
     CHECK(store.snapshot()->find_exact(5)->duration_ns == 900);
     store.record_build(1, BuildShape{{5}, 0, ""});
   }
-  CHECK(sql(path, "PRAGMA user_version") == "3");
+  CHECK(sql(path, "PRAGMA user_version") == "4");
   CHECK(sql(path, "SELECT count(*) FROM builds") == "1");
   CHECK(sql(path, "SELECT runs FROM commands WHERE exact_key = 5") == "3");
   CHECK(warnings.messages().empty());
@@ -172,9 +174,41 @@ TEST_CASE_METHOD(test::StoreFixture, "a schema 2 store is migrated, its builds k
     CHECK(store.snapshot()->find_build(7)->kinds.empty());
     store.record_build(8, BuildShape{{5}, 1, "o 1 1\n"});
   }
-  CHECK(sql(path, "PRAGMA user_version") == "3");
+  CHECK(sql(path, "PRAGMA user_version") == "4");
   CHECK(sql(path, "SELECT kinds FROM builds WHERE targets_key = 7") == "");
   CHECK(sql(path, "SELECT kinds FROM builds WHERE targets_key = 8") == "o 1 1\n");
+  CHECK(sql(path, "SELECT tail_ns FROM builds WHERE targets_key = 7") == "0");
+  CHECK(warnings.messages().empty());
+}
+
+TEST_CASE_METHOD(test::StoreFixture, "a schema 3 store is migrated, its builds kept without a tail", "[history][schema]") {
+  REQUIRE(sql(path,
+              "CREATE TABLE commands (exact_key INTEGER PRIMARY KEY, fallback_key INTEGER,"
+              " peak_bytes INTEGER NOT NULL, duration_ns INTEGER NOT NULL, runs INTEGER NOT NULL,"
+              " last_used INTEGER NOT NULL);"
+              "CREATE INDEX commands_by_last_used ON commands(last_used);"
+              "CREATE TABLE builds (targets_key INTEGER PRIMARY KEY, exact_keys BLOB NOT NULL,"
+              " units INTEGER NOT NULL, last_used INTEGER NOT NULL, kinds TEXT NOT NULL DEFAULT '');"
+              "INSERT INTO commands VALUES (5, 50, 0, 900, 3, 1000);"
+              "INSERT INTO builds VALUES (7, x'0500000000000000', 1, 1000, 'o 1 1 1 1 o\n');"
+              "PRAGMA application_id = 1397771592; PRAGMA user_version = 3;") == "");
+  {
+    // Its builds come back with no tail (0: unknown), as they are or migrated.
+    const HistoryOpenResult read = HistoryDatabase::open(path, {});
+    REQUIRE(read.snapshot.find_build(7));
+    CHECK(read.snapshot.find_build(7)->kinds == "o 1 1 1 1 o\n");
+    CHECK(read.snapshot.find_build(7)->tail_ns == 0);
+  }
+  {
+    HistoryStore store(path, fast_options(), warnings.sink());
+    REQUIRE(store.open_status() == HistoryStatus::kOk);
+    REQUIRE(store.snapshot()->find_build(7));
+    CHECK(store.snapshot()->find_build(7)->tail_ns == 0);
+    store.record_build(8, BuildShape{{5}, 1, "o 1 1\n", 120000000});
+  }
+  CHECK(sql(path, "PRAGMA user_version") == "4");
+  CHECK(sql(path, "SELECT kinds || '|' || tail_ns FROM builds WHERE targets_key = 7") == "o 1 1 1 1 o\n|0");
+  CHECK(sql(path, "SELECT tail_ns FROM builds WHERE targets_key = 8") == "120000000");
   CHECK(warnings.messages().empty());
 }
 

@@ -191,7 +191,7 @@ TEST_CASE_METHOD(test::StoreFixture, "the last build of the same targets gives t
       store->record(key(n), 0, static_cast<std::int64_t>(n) * kS);  // as the pool does
     }
     progress.set_units_built(4);
-    progress.finish(10 * kS);
+    progress.finish(4 * kS);  // as the last command ends: no tail (the next test has one)
   }
   auto store = std::make_shared<HistoryStore>(path, test::store_options(20, 5000), warnings.sink());
   BuildProgress progress(store, 42, 0);
@@ -208,6 +208,39 @@ TEST_CASE_METHOD(test::StoreFixture, "the last build of the same targets gives t
   CHECK(*view.remaining_s == Approx(3 + 6));  // its 3 s left, then the others
   BuildProgress other(store, 43, 0);          // other targets: nothing known
   CHECK(other.view(0).total == 0);
+  CHECK(warnings.messages().empty());
+}
+
+// The driver's time after its last command (SCons: the nodes left to evaluate, its
+// .sconsign written) is learned with the build's shape and added to the ETA; once no
+// command is left, what has passed of it is taken off.
+TEST_CASE_METHOD(test::StoreFixture, "the last build's tail after its last command is part of the ETA", "[progress][history]") {
+  {
+    auto store = std::make_shared<HistoryStore>(path, test::store_options(20, 5000), warnings.sink());
+    BuildProgress progress(store, 42, 0);
+    const std::uint64_t id = progress.submitted(key(1), "cmd");
+    progress.started(id, kS);
+    progress.finished(id, false, 2 * kS);  // ends at 3 s
+    store->record(key(1), 0, 2 * kS);
+    progress.finish(3 * kS + kS / 2);      // the driver is done 0.5 s later
+  }
+  auto store = std::make_shared<HistoryStore>(path, test::store_options(20, 5000), warnings.sink());
+  REQUIRE(store->snapshot()->find_build(42));
+  CHECK(store->snapshot()->find_build(42)->tail_ns == kS / 2);
+  BuildProgress progress(store, 42, 0);
+  progress.set_slots(1, false);
+  REQUIRE(progress.view(0).remaining_s);
+  CHECK(*progress.view(0).remaining_s == Approx(2 + 0.5));
+  const std::uint64_t id = progress.submitted(key(1), "cmd");
+  progress.started(id, 0);
+  progress.finished(id, false, 2 * kS);
+  CHECK(*progress.view(2 * kS + kS / 10).remaining_s == Approx(0.4));  // 0.1 s of it passed
+  CHECK(*progress.view(3 * kS).remaining_s == Approx(0));              // longer than the last
+  BuildProgress first(store, 43, 0);  // no last build: no tail
+  first.set_slots(1, false);
+  const std::uint64_t only = first.submitted(key(1), "cmd");
+  CHECK(*first.view(0).remaining_s == Approx(2));
+  first.started(only, 0);
   CHECK(warnings.messages().empty());
 }
 
@@ -228,7 +261,7 @@ TEST_CASE_METHOD(test::StoreFixture, "the commands to come are predicted from th
     };
     for (std::uint64_t n = 1; n <= 8; ++n) run(n, kCompiler, 1);     // other sources' objects
     for (std::uint64_t n = 101; n <= 104; ++n) run(n, kArchiver, 4); // the libraries
-    progress.finish(40 * kS);
+    progress.finish(4 * kS);  // as the last command ends: no tail
   }
   auto store = std::make_shared<HistoryStore>(path, test::store_options(20, 5000), warnings.sink());
   BuildProgress progress(store, 42, 0);

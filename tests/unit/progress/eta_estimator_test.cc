@@ -18,6 +18,18 @@ TEST_CASE("pending work is spread over the slots, longest first") {
   CHECK(estimate_remaining_s(input) == Approx(4));
 }
 
+TEST_CASE("the driver's tail comes after the last slot frees, not scaled by the pace") {
+  EtaInput input;
+  input.parallelism = 2;
+  input.pending_s = {1, 1, 1, 1, 4};
+  input.tail_s = 0.3;
+  CHECK(estimate_remaining_s(input) == Approx(4.3));
+  input.pace = 2;  // the slots' idle share: the commands' time only
+  CHECK(estimate_remaining_s(input) == Approx(8.3));
+  input.pending_s.clear();  // nothing left but the tail
+  CHECK(estimate_remaining_s(input) == Approx(0.3));
+}
+
 TEST_CASE("running commands keep their slots for what they have left") {
   EtaInput input;
   input.parallelism = 2;

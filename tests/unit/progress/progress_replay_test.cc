@@ -33,11 +33,12 @@ TEST_CASE_METHOD(test::StoreFixture, "a replayed recording gives the views the b
     BuildProgress progress(store, targets, 0);
     for (std::uint64_t n = 1; n <= 6; ++n) {
       const std::uint64_t id = progress.submitted(key(n, 100 + n), "cmd");
+      progress.started(id, kMs);
       progress.finished(id, false, static_cast<std::int64_t>(n) * 100 * kMs);
       store->record(key(n, 100 + n), 0, static_cast<std::int64_t>(n) * 100 * kMs);
     }
     progress.set_units_built(6);
-    progress.finish(kMs);
+    progress.finish(701 * kMs);  // the last command ended at 601 ms: a tail of 100 ms
   }
   auto store = std::make_shared<HistoryStore>(path, test::store_options(20, 5000), warnings.sink());
   const std::string recording = dir / "build.progress.rec";
@@ -90,6 +91,8 @@ TEST_CASE_METHOD(test::StoreFixture, "a replayed recording gives the views the b
   REQUIRE(rec);
   CHECK(rec->start_ns == 1010 * kMs);
   CHECK(rec->end_ns == now);
+  REQUIRE(rec->history.find_build(targets));
+  CHECK(rec->history.find_build(targets)->tail_ns == 100 * kMs);
   ProgressReplay replay(*rec);
   CHECK(replay.commands_run() == 5);
   bool some_estimate = false;
@@ -136,6 +139,15 @@ TEST_CASE("a recording that is not one, or is damaged, says which line", "[progr
   REQUIRE(rec->events.size() == 4);
   CHECK_FALSE(rec->events[1].count);
   CHECK(rec->events[2].count == 3u);
+  // The last build's tail, and a begin written before it was kept (none: 0).
+  std::istringstream tails("spawnpool-progress-recording 1\nB 5 42 3 250\nL 1 10\nB 6 43 1\nL 2 0\nX 9\n");
+  const std::optional<Recording> with_tails = read_recording(tails, &error);
+  REQUIRE(with_tails);
+  REQUIRE(with_tails->history.find_build(42));
+  CHECK(with_tails->history.find_build(42)->tail_ns == 250);
+  CHECK(with_tails->history.find_build(42)->units == 3);
+  REQUIRE(with_tails->history.find_build(43));
+  CHECK(with_tails->history.find_build(43)->tail_ns == 0);
 }
 
 TEST_CASE("recording to a file that cannot be written records nothing", "[progress][replay]") {
