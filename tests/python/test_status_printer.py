@@ -62,3 +62,52 @@ def test_output_is_whole_and_the_line_drawn_again_is_the_last_drawn():
     finally:
         os.close(r)
         os.close(w)
+
+
+class _Recorder:
+    """A printer that keeps what it is given."""
+
+    def __init__(self):
+        self.writes = []
+
+    def write(self, fd, data):
+        self.writes.append((fd, data))
+
+
+def test_the_streams_hand_the_printer_whole_lines_as_a_line_buffered_stream_does():
+    import io
+    from spawnpool.status import _PrinterStream
+    printer = _Recorder()
+    stream = _PrinterStream(io.StringIO(), 2, printer)
+    print("cc -c a.c", file=stream)     # print() writes the text, then its end
+    assert printer.writes == [(2, b"cc -c a.c\n")]
+    stream.write("compiling ")          # a line begun: held until its end comes
+    stream.write(b"b.c")
+    assert len(printer.writes) == 1
+    stream.write("\nand a line after it\n")
+    assert printer.writes[1] == (2, b"compiling b.c\nand a line after it\n")
+    stream.write("no end")              # flush() gives what is held, as it is
+    stream.flush()
+    stream.flush()                      # and nothing twice
+    assert printer.writes[2:] == [(2, b"no end")]
+    stream.write("[50%]\r")             # a carriage return ends a line too (Progress())
+    assert printer.writes[3:] == [(2, b"[50%]\r")]
+    stream.write("")
+    stream.flush()
+    assert len(printer.writes) == 4
+
+
+def test_a_line_left_unended_is_written_when_the_status_finishes(capfd):
+    import sys
+    from spawnpool.status import BuildStatus
+    r, w = os.pipe()
+    try:
+        status = BuildStatus("plain", fd=w)
+        status.begin(os.getcwd(), ["all"])
+        sys.stdout.write("begun and not ended")
+        status.finish()
+        assert not hasattr(sys.stdout, "_pending")  # the stock stream is back
+        assert capfd.readouterr().out == "begun and not ended"
+    finally:
+        os.close(r)
+        os.close(w)

@@ -40,7 +40,12 @@ def status_mode(setting, fd=1, environ=None):
 
 class _PrinterStream:
     """sys.stdout or sys.stderr while the status prints: text goes through the printer
-    (as the stream's bytes, to the stream's fd); everything else is the stream's."""
+    (as the stream's bytes, to the stream's fd); everything else is the stream's.
+
+    Line-buffered, as Python's own stream on a terminal is: a write without a newline
+    (or a carriage return) is held until the rest of its line, or flush(), comes. print()
+    writes its text and then its end: the printer gets the line whole, in one call and
+    one system call, not two (each of SCons' command lines, issue 18's cost)."""
 
     def __init__(self, stream, fd, printer):
         self._stream = stream
@@ -48,17 +53,20 @@ class _PrinterStream:
         self._printer = printer
         self._encoding = getattr(stream, 'encoding', None) or 'utf-8'
         self._errors = getattr(stream, 'errors', None) or 'strict'
+        self._pending = []              # the line begun and not ended, as bytes
+        self._lock = threading.Lock()   # job threads print too
 
     def write(self, text):
-        if isinstance(text, bytes):
-            data = text
-        else:
-            data = text.encode(self._encoding, self._errors)
-        try:
-            self._stream.flush()        # what was written before, still in its buffer
-        except (OSError, ValueError):
-            pass
-        self._printer.write(self._fd, data)
+        data = text if isinstance(text, bytes) else text.encode(self._encoding, self._errors)
+        with self._lock:
+            if b'\n' not in data and b'\r' not in data:
+                self._pending.append(data)
+                return len(text)
+            if self._pending:
+                self._pending.append(data)
+                data = b''.join(self._pending)
+                self._pending = []
+            self._emit(data)
         return len(text)
 
     def writelines(self, lines):
@@ -66,7 +74,20 @@ class _PrinterStream:
             self.write(line)
 
     def flush(self):
-        pass
+        with self._lock:
+            if self._pending:
+                data = b''.join(self._pending)
+                self._pending = []
+                self._emit(data)
+
+    def _emit(self, data):
+        if not data:
+            return
+        try:
+            self._stream.flush()        # what was written to it directly, still in its buffer
+        except (OSError, ValueError):
+            pass
+        self._printer.write(self._fd, data)
 
     def __getattr__(self, name):
         return getattr(self._stream, name)
@@ -98,9 +119,10 @@ class BuildStatus:
         self.progress.begin(key)
         self._printer = self._module.StatusPrinter(self.progress, self.fd, self.mode)
         output_sync.set_console_printer(self._printer)
-        self._streams = (sys.stdout, sys.stderr)
-        sys.stdout = _PrinterStream(sys.stdout, 1, self._printer)
-        sys.stderr = _PrinterStream(sys.stderr, 2, self._printer)
+        stdout = _PrinterStream(sys.stdout, 1, self._printer)
+        stderr = _PrinterStream(sys.stderr, 2, self._printer)
+        self._streams = (sys.stdout, sys.stderr, stdout, stderr)  # the stock ones, ours
+        sys.stdout, sys.stderr = stdout, stderr
         return self.progress
 
     def expect(self, commands):
@@ -121,6 +143,8 @@ class BuildStatus:
         if printer is None:
             return
         if streams is not None:
+            for proxy in streams[2:]:
+                proxy.flush()           # a line begun and never ended: as it is
             if isinstance(sys.stdout, _PrinterStream):
                 sys.stdout = streams[0]
             if isinstance(sys.stderr, _PrinterStream):
