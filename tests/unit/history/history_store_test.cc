@@ -27,6 +27,14 @@ using test::test_key;
 
 constexpr std::int64_t kMiB = 1 << 20;
 
+// The commands table as every schema since 1 has it: the older stores the migration tests
+// start from.
+constexpr const char* kSchema1Commands =
+    "CREATE TABLE commands (exact_key INTEGER PRIMARY KEY, fallback_key INTEGER,"
+    " peak_bytes INTEGER NOT NULL, duration_ns INTEGER NOT NULL, runs INTEGER NOT NULL,"
+    " last_used INTEGER NOT NULL);"
+    "CREATE INDEX commands_by_last_used ON commands(last_used);";
+
 HistoryStoreOptions fast_options() { return test::store_options(20, 5000); }
 
 TEST_CASE("a new store is made in WAL mode, with its schema version", "[memory][history]") {
@@ -135,10 +143,7 @@ TEST_CASE_METHOD(test::StoreFixture, "a build's shape comes back at the next ope
 
 TEST_CASE_METHOD(test::StoreFixture, "a schema 1 store is migrated, its rows kept", "[history][schema]") {
   REQUIRE(sql(path,
-              "CREATE TABLE commands (exact_key INTEGER PRIMARY KEY, fallback_key INTEGER,"
-              " peak_bytes INTEGER NOT NULL, duration_ns INTEGER NOT NULL, runs INTEGER NOT NULL,"
-              " last_used INTEGER NOT NULL);"
-              "CREATE INDEX commands_by_last_used ON commands(last_used);"
+              std::string(kSchema1Commands) +
               "INSERT INTO commands VALUES (5, 50, 1048576, 900, 3, 1000);"
               "PRAGMA application_id = 1397771592; PRAGMA user_version = 1;") == "");
   {
@@ -156,10 +161,7 @@ TEST_CASE_METHOD(test::StoreFixture, "a schema 1 store is migrated, its rows kep
 
 TEST_CASE_METHOD(test::StoreFixture, "a schema 2 store is migrated, its builds kept without kinds", "[history][schema]") {
   REQUIRE(sql(path,
-              "CREATE TABLE commands (exact_key INTEGER PRIMARY KEY, fallback_key INTEGER,"
-              " peak_bytes INTEGER NOT NULL, duration_ns INTEGER NOT NULL, runs INTEGER NOT NULL,"
-              " last_used INTEGER NOT NULL);"
-              "CREATE INDEX commands_by_last_used ON commands(last_used);"
+              std::string(kSchema1Commands) +
               "CREATE TABLE builds (targets_key INTEGER PRIMARY KEY, exact_keys BLOB NOT NULL,"
               " units INTEGER NOT NULL, last_used INTEGER NOT NULL);"
               "INSERT INTO commands VALUES (5, 50, 0, 900, 3, 1000);"
@@ -183,10 +185,7 @@ TEST_CASE_METHOD(test::StoreFixture, "a schema 2 store is migrated, its builds k
 
 TEST_CASE_METHOD(test::StoreFixture, "a schema 3 store is migrated, its builds kept without a tail", "[history][schema]") {
   REQUIRE(sql(path,
-              "CREATE TABLE commands (exact_key INTEGER PRIMARY KEY, fallback_key INTEGER,"
-              " peak_bytes INTEGER NOT NULL, duration_ns INTEGER NOT NULL, runs INTEGER NOT NULL,"
-              " last_used INTEGER NOT NULL);"
-              "CREATE INDEX commands_by_last_used ON commands(last_used);"
+              std::string(kSchema1Commands) +
               "CREATE TABLE builds (targets_key INTEGER PRIMARY KEY, exact_keys BLOB NOT NULL,"
               " units INTEGER NOT NULL, last_used INTEGER NOT NULL, kinds TEXT NOT NULL DEFAULT '');"
               "INSERT INTO commands VALUES (5, 50, 0, 900, 3, 1000);"
