@@ -24,6 +24,7 @@
 #include "engine/python/stack_binding.h"
 #include "engine/python/statistics_binding.h"
 #include "engine/src/history/history_store.h"
+#include "engine/src/history/history_store_key.h"
 #include "engine/src/progress/build_progress.h"
 #include "engine/src/progress/status_mode.h"
 #include "engine/src/progress/status_printer.h"
@@ -69,6 +70,16 @@ void bind_progress(py::module_& m) {
              progress.begin(targets_key, spawnpool::detail::monotonic_ns());
            }, py::arg("targets_key"))
       .def("set_expected_remaining", &BuildProgress::set_expected_remaining, py::arg("commands"))
+      .def("expect_outputs", [](BuildProgress& progress, const std::vector<std::string>& paths) {
+             // The files' keys as the pool names a command's output (CommandKey::output).
+             std::vector<std::uint64_t> keys;
+             keys.reserve(paths.size());
+             for (const std::string& path : paths) keys.push_back(spawnpool::detail::hash_output_path(path));
+             progress.expect_outputs(keys);
+           }, py::arg("paths"),
+           "Absolute paths of files the commands still to come will write (the driver's "
+           "targets known out of date): the history's durations of the commands that wrote "
+           "them last predict those commands.")
       .def("set_units_built", &BuildProgress::set_units_built, py::arg("units"))
       .def("record", [](BuildProgress& progress, const std::string& path) {
              return progress.record_to(path);

@@ -33,7 +33,9 @@ last build's of the same targets (the history keeps each kind's units and comman
 the build's shape), else this build's so far, else the last build's over all kinds (a
 history written before kinds were kept), else this build's over all kinds, else 1; the
 pool counts the commands submitted, and the history gives their durations
-(engine/src/progress/build_progress.h).  A unit's commands are those its task ran (the
+(engine/src/progress/build_progress.h); the targets of the units known out of date go
+to it too, so that the history's durations of the commands that wrote those files last
+predict the commands to come, not only their number.  A unit's commands are those its task ran (the
 plugin counts them per thread while the task executes); a unit made ready is in neither
 count until the pool has its commands (at most the -j units between the two).  At the
 end, N = M = what ran, and the units built go into the history with the build's shape,
@@ -434,6 +436,7 @@ class _Count:
         except Exception:       # never the build's problem: every unit as before
             known, self._parents = None, {}
         targets_of, left = graph.targets, self._left
+        outputs = []            # the files of the units known out of date
         for unit in units:
             targets = targets_of.get(unit)
             if targets is None:
@@ -442,7 +445,13 @@ class _Count:
             group = (_kind_of(targets), known is None or key in known)
             self._units[key] = list(group)
             left[group] = left.get(group, 0) + 1
+            if known is not None and group[1]:
+                outputs.extend(targets)
         self._all_fixed = all(kind in self._fixed for kind, _ in left)
+        try:
+            progress.expect_outputs([target.get_abspath() for target in outputs])
+        except Exception:       # never the build's problem: the count alone then
+            pass
 
     def _known_out_of_date_above(self, key):
         """The unit `key`, not known out of date, was: so are the units above it not made

@@ -42,6 +42,10 @@ class Progress:
     def __init__(self, last_build=(0, 0), last_kinds=''):
         self._last_build, self._last_kinds = last_build, last_kinds
         self.units_built, self.kinds = 0, ''
+        self.outputs = None
+
+    def expect_outputs(self, paths):
+        self.outputs = list(paths)
 
     def last_build(self):
         return self._last_build
@@ -321,6 +325,9 @@ def test_an_edit_of_sources_is_counted_exactly_from_the_first_update(tmp_path):
     rebuilt = {'sub/a0.o', 'sub/b2.o', 'sub/libone.a', 'sub/libtwo.a', 'sub/prog'}
     totals = drive(nodes, status, rebuilt)
     assert all(total + in_flight == 7 for _, total, in_flight in totals), totals
+    # The files of the units known out of date go to the progress, whose history predicts
+    # the commands that will write them (once, at the first update).
+    assert sorted(status.progress.outputs) == sorted(str(tmp_path / name) for name in rebuilt)
     assert progress.parse_kinds(status.progress.kinds) == {
         'o': [2, 2, 2, 10], 'a': [2, 4, 2, 2], '': [1, 1, 1, 1]}
 

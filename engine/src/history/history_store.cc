@@ -64,7 +64,7 @@ void HistoryStore::record(const CommandKey& key, std::int64_t peak_bytes,
     settled_ += dropped;
   }
   pending_.push_back({key.exact, key.fallback, std::max<std::int64_t>(peak_bytes, 0),
-                      std::max<std::int64_t>(duration_ns, 0), 0});
+                      std::max<std::int64_t>(duration_ns, 0), 0, key.output});
   ++recorded_;
   if (pending_.size() == 1 || pending_.size() == options_.flush_batch) wake_writer_.notify_one();
 }

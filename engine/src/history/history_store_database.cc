@@ -18,7 +18,8 @@ constexpr const char* kCreateSchema =
     "  peak_bytes INTEGER NOT NULL,"
     "  duration_ns INTEGER NOT NULL,"
     "  runs INTEGER NOT NULL,"
-    "  last_used INTEGER NOT NULL);"    // Unix milliseconds of the last run
+    "  last_used INTEGER NOT NULL,"     // Unix milliseconds of the last run
+    "  output_key INTEGER);"            // schema 5: hash of the output path; NULL: none
     "CREATE INDEX commands_by_last_used ON commands(last_used);";
 
 // Schema 2 (durations for the status line's ETA, issue 18): a build's shape, and peaks
@@ -35,6 +36,8 @@ constexpr const char* kCreateBuilds =
 // Schema 2 to 3: the builds keep their rows, with no kinds; 3 to 4: with no tail.
 constexpr const char* kAddKinds = "ALTER TABLE builds ADD COLUMN kinds TEXT NOT NULL DEFAULT '';";
 constexpr const char* kAddTail = "ALTER TABLE builds ADD COLUMN tail_ns INTEGER NOT NULL DEFAULT 0;";
+// Schema 4 to 5: the commands keep their rows, with no output key (until they run again).
+constexpr const char* kAddOutputKey = "ALTER TABLE commands ADD COLUMN output_key INTEGER;";
 
 // Builds kept; beyond it the least recently used go (one per set of targets).
 constexpr int kMaxBuilds = 64;
@@ -53,10 +56,11 @@ constexpr const char* kUpsertBuild =
 // The larger of the new peak and 3/4 of the old, the duration 3/4 new and 1/4 old: see
 // HistoryDatabase::write. A run that measured nothing (0) leaves the old value alone.
 constexpr const char* kUpsert =
-    "INSERT INTO commands (exact_key, fallback_key, peak_bytes, duration_ns, runs, last_used)"
-    " VALUES (?1, ?2, ?3, ?4, 1, ?5)"
+    "INSERT INTO commands (exact_key, fallback_key, peak_bytes, duration_ns, runs, last_used,"
+    "  output_key)"
+    " VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6)"
     " ON CONFLICT (exact_key) DO UPDATE SET"
-    "  fallback_key = excluded.fallback_key,"
+    "  fallback_key = excluded.fallback_key, output_key = excluded.output_key,"
     "  peak_bytes = CASE WHEN excluded.peak_bytes > 0"
     "    THEN max(excluded.peak_bytes, peak_bytes * 3 / 4) ELSE peak_bytes END,"
     "  duration_ns = CASE WHEN excluded.duration_ns <= 0 THEN duration_ns"
@@ -66,9 +70,12 @@ constexpr const char* kUpsert =
     "  last_used = max(last_used, excluded.last_used)";
 
 // In rowid order: a sequential scan (ORDER BY last_used would cost a lookup per row;
-// HistorySnapshot sorts out which row of a fallback key is the most recent).
+// HistorySnapshot sorts out which row of a fallback or output key is the most recent).
+// A file older than schema 5 has no output keys.
 constexpr const char* kLoad =
-    "SELECT exact_key, fallback_key, peak_bytes, duration_ns, last_used FROM commands";
+    "SELECT exact_key, fallback_key, peak_bytes, duration_ns, last_used, output_key FROM commands";
+constexpr const char* kLoadBefore5 =
+    "SELECT exact_key, fallback_key, peak_bytes, duration_ns, last_used, NULL FROM commands";
 
 class Statement {
  public:
@@ -191,17 +198,26 @@ HistoryStatus create_schema(sqlite3* db, const std::string& path, std::string& p
   return status;
 }
 
-// Schema 1 to 4: the builds table (peaks of 0 need no change: the column was NOT NULL
-// and stays so); 2 to 3: the builds' kinds column; 3 to 4: their tail_ns column. Under
-// the write lock, checked again there: another process may have migrated first.
+// Schema 1 to 2: the builds table as it is now (peaks of 0 need no change: the column was
+// NOT NULL and stays so); 2 to 3: the builds' kinds column; 3 to 4: their tail_ns column;
+// 4 to 5: the commands' output_key column. Under the write lock, checked again there:
+// another process may have migrated first.
+std::string migration_from(std::int64_t version) {
+  std::string steps;
+  if (version < 2) {
+    steps = kCreateBuilds;
+  } else {
+    if (version < 3) steps += kAddKinds;
+    if (version < 4) steps += kAddTail;
+  }
+  if (version < 5) steps += kAddOutputKey;
+  return steps;
+}
+
 HistoryStatus migrate_schema(sqlite3* db, const std::string& path, std::string& problem) {
   int code = exec(db, "BEGIN IMMEDIATE");
   if (code == SQLITE_OK && older_schema(db)) {
-    const std::int64_t version = schema_version(db);
-    const std::string migrate = std::string(version < 2    ? kCreateBuilds
-                                            : version < 3  ? std::string(kAddKinds) + kAddTail
-                                                           : kAddTail) +
-                                "PRAGMA user_version = " +
+    const std::string migrate = migration_from(schema_version(db)) + "PRAGMA user_version = " +
                                 std::to_string(HistoryDatabase::kSchemaVersion) + ";";
     code = exec(db, migrate.c_str());
   }
@@ -248,7 +264,7 @@ HistoryStatus load(sqlite3* db, const std::string& path, HistorySnapshot& snapsh
   std::int64_t count = 0;
   if (query_int(db, "SELECT count(*) FROM commands", count) == SQLITE_OK && count > 0)
     snapshot.reserve(static_cast<std::size_t>(count));
-  Statement rows(db, kLoad);
+  Statement rows(db, schema_version(db) < 5 ? kLoadBefore5 : kLoad);
   while (rows.step()) {
     HistoryEntry entry;
     entry.peak_bytes = sqlite3_column_int64(rows.get(), 2);
@@ -257,7 +273,8 @@ HistoryStatus load(sqlite3* db, const std::string& path, HistorySnapshot& snapsh
     entry.peak_bytes = std::max<std::int64_t>(entry.peak_bytes, 0);
     snapshot.add(static_cast<std::uint64_t>(sqlite3_column_int64(rows.get(), 0)),
                  static_cast<std::uint64_t>(sqlite3_column_int64(rows.get(), 1)), entry,
-                 sqlite3_column_int64(rows.get(), 4));
+                 sqlite3_column_int64(rows.get(), 4),
+                 static_cast<std::uint64_t>(sqlite3_column_int64(rows.get(), 5)));
   }
   if (rows.code() != SQLITE_DONE) {
     snapshot = HistorySnapshot();
@@ -443,6 +460,10 @@ HistoryStatus HistoryDatabase::write(const std::vector<HistoryRecord>& batch,
     sqlite3_bind_int64(upsert_, 3, record.peak_bytes);
     sqlite3_bind_int64(upsert_, 4, record.duration_ns);
     sqlite3_bind_int64(upsert_, 5, record.used_at_ms);
+    if (record.output_key)
+      sqlite3_bind_int64(upsert_, 6, static_cast<sqlite3_int64>(record.output_key));
+    else
+      sqlite3_bind_null(upsert_, 6);
     code = sqlite3_step(upsert_);
     sqlite3_reset(upsert_);
     if (code != SQLITE_DONE) return fail(code, "writing", problem);

@@ -25,6 +25,7 @@ struct HistoryRecord {
   std::int64_t peak_bytes = 0;     ///< > 0
   std::int64_t duration_ns = 0;
   std::int64_t used_at_ms = 0;     ///< Unix time in milliseconds; rows are pruned oldest first
+  std::uint64_t output_key = 0;    ///< CommandKey::output; 0: none
 };
 
 /// One build's shape, as it is written (one row per set of targets: the last build).
@@ -71,7 +72,9 @@ class HistoryDatabase {
   /// 4: the builds' tails (the driver's time after its last command); schema 2 and 3
   /// files are migrated when opened for writing (their builds get 0: unknown) and read
   /// as they are.
-  static constexpr int kSchemaVersion = 4;
+  /// 5: the commands' output keys (CommandKey::output); an older file is migrated when
+  /// opened for writing (its rows get none until they run again) and read as it is.
+  static constexpr int kSchemaVersion = 5;
   static constexpr std::int32_t kApplicationId = 0x53504d48;  // "SPMH"
 
   /// Opens the store at `path` (creating it and missing parent directories), switches it

@@ -11,6 +11,7 @@ namespace {
 constexpr std::uint64_t kExactSeed = 0x5350'4558'4143'5431ULL;     // "SPEXACT1"
 constexpr std::uint64_t kFallbackSeed = 0x5350'4641'4c4c'4231ULL;  // "SPFALLB1"
 constexpr std::uint64_t kProgramSeed = 0x5350'5052'4f47'5231ULL;   // "SPPROGR1"
+constexpr std::uint64_t kOutputSeed = 0x5350'4f55'5450'5431ULL;    // "SPOUTPT1"
 
 void append_field(std::string& buffer, std::string_view field) {
   buffer.append(field);
@@ -67,8 +68,19 @@ CommandKey hash_command_key(const std::vector<std::string>& argv, const std::str
     append_field(buffer, output[0] == '/' ? std::string_view() : cwd);
     append_field(buffer, output);
     key.fallback = nonzero(hash_bytes(buffer.data(), buffer.size(), kFallbackSeed));
+    key.output = hash_output_path(output, cwd);
   }
   return key;
+}
+
+std::uint64_t hash_output_path(std::string_view path, std::string_view cwd) {
+  while (path.size() > 2 && path.substr(0, 2) == "./") path.remove_prefix(2);
+  if (path.empty() || path[0] == '/' || cwd.empty())
+    return nonzero(hash_bytes(path.data(), path.size(), kOutputSeed));
+  std::string joined(cwd);
+  if (joined.back() != '/') joined.push_back('/');
+  joined.append(path);
+  return nonzero(hash_bytes(joined.data(), joined.size(), kOutputSeed));
 }
 
 }  // namespace spawnpool::detail

@@ -34,11 +34,11 @@ struct BuildShape {
 
 class HistorySnapshot {
  public:
-  /// Adds a command's record, last used at `used_at_ms`. For a fallback key shared by
-  /// several commands, the most recently used one stays (on a tie, the later added).
-  /// `fallback_key` 0: the command has none.
+  /// Adds a command's record, last used at `used_at_ms`. For a fallback or output key
+  /// shared by several commands, the most recently used one stays (on a tie, the later
+  /// added). `fallback_key`, `output_key` 0: the command has none.
   void add(std::uint64_t exact_key, std::uint64_t fallback_key, const HistoryEntry& entry,
-           std::int64_t used_at_ms = 0);
+           std::int64_t used_at_ms = 0, std::uint64_t output_key = 0);
 
   /// Makes room for `rows` records (one allocation instead of rehashing while loading).
   void reserve(std::size_t rows);
@@ -47,6 +47,9 @@ class HistorySnapshot {
   const HistoryEntry* find_exact(std::uint64_t exact_key) const;
   /// The record of the most recently used command with this fallback key, or nullptr.
   const HistoryEntry* find_fallback(std::uint64_t fallback_key) const;
+  /// The record of the most recently used command that wrote this output file
+  /// (CommandKey::output), or nullptr.
+  const HistoryEntry* find_output(std::uint64_t output_key) const;
 
   /// Adds the shape of the last build of the targets named by `targets_key`.
   void add_build(std::uint64_t targets_key, BuildShape shape);
@@ -63,6 +66,7 @@ class HistorySnapshot {
   };
   std::unordered_map<std::uint64_t, HistoryEntry> exact_;
   std::unordered_map<std::uint64_t, Recent> fallback_;
+  std::unordered_map<std::uint64_t, Recent> output_;
   std::unordered_map<std::uint64_t, BuildShape> builds_;
 };
 

@@ -140,6 +140,9 @@ void BuildProgress::begin_locked(std::uint64_t targets_key, std::int64_t now_ns)
   by_duration_.clear();
   unseen_.clear();
   unseen_count_ = 0;
+  outputs_.clear();
+  output_position_.clear();
+  outputs_left_ = 0;
   by_program_.clear();
   timed_ = 0;
   fit_ = DurationFit{};
@@ -228,6 +231,23 @@ void BuildProgress::set_expected_remaining(std::optional<std::uint64_t> commands
   if (recorder_) recorder_->expected(record_clock_(), commands);
 }
 
+void BuildProgress::expect_outputs(const std::vector<std::uint64_t>& output_keys) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const std::uint64_t key : output_keys) {
+    const HistoryEntry* entry = snapshot_->find_output(key);
+    if (recorder_) recorder_->expected_output(record_clock_(), key, entry ? entry->duration_ns : 0);
+    if (!entry || entry->duration_ns <= 0 || output_position_.count(key)) continue;
+    outputs_.push_back({static_cast<double>(entry->duration_ns) / kNsPerS, key, false});
+    output_position_[key] = 0;  // placed below
+    ++outputs_left_;
+  }
+  // Shortest first, as the predictions to come are read (no sort per view).
+  std::stable_sort(outputs_.begin(), outputs_.end(),
+                   [](const ExpectedOutput& a, const ExpectedOutput& b) { return a.duration_s < b.duration_s; });
+  for (std::uint32_t i = 0; i < outputs_.size(); ++i) output_position_[outputs_[i].key] = i;
+  changed();
+}
+
 std::uint64_t BuildProgress::submitted(const CommandKey& key, const std::string& line) {
   Command command;
   command.predicted_s = learned_duration(*snapshot_, key);
@@ -239,6 +259,13 @@ std::uint64_t BuildProgress::submitted(const CommandKey& key, const std::string&
     it->second.pop_back();
     if (it->second.empty()) unseen_.erase(it);
     --unseen_count_;
+  }
+  if (key.output != 0) {
+    if (const auto it = output_position_.find(key.output);
+        it != output_position_.end() && !outputs_[it->second].seen) {
+      outputs_[it->second].seen = true;
+      --outputs_left_;
+    }
   }
   if (targets_key_ != 0) ran_.push_back(key.exact);
   const std::uint64_t id = next_id_++;
@@ -360,25 +387,42 @@ std::vector<double> BuildProgress::unseen_predictions(std::size_t from) const {
   return out;
 }
 
-// What the `to_come` commands not submitted yet are predicted to take: those of the
-// last build not seen in this one, from the point of the last build this one has
-// reached (as far into its commands as this build is into its own), evenly spread over
-// their durations. A build runs its kinds of commands in the same order each time
-// (SCons: a library's objects, then its archive; the programs last), while the last
-// build's commands this one will never run (an incremental build's compiles of other
-// sources) lie all along it: over the whole of it, an incremental build's archives and
-// links to come were predicted as the compiles they are outnumbered by, 17-19% short
-// at 75% of the ETA benchmark's incremental builds; from the point reached, within 4%.
-// All of them when the rest of the last build has fewer than are to come. Shortest first.
+// What the `to_come` commands not submitted yet are predicted to take. First the files
+// the driver expects them to write that the history knows (expect_outputs): each one's
+// own last duration, as Ninja knows its plan's commands. For the rest, those of the last
+// build not seen in this one, from the point of the last build this one has reached (as
+// far into its commands as this build is into its own), evenly spread over their
+// durations. A build runs its kinds of commands in the same order each time (SCons: a
+// library's objects, then its archive; the programs last), while the last build's
+// commands this one will never run (an incremental build's compiles of other sources)
+// lie all along it: over the whole of it, an incremental build's archives and links to
+// come were predicted as the compiles they are outnumbered by, 17-19% short at 75% of
+// the ETA benchmark's incremental builds; from the point reached, within 4%. All of them
+// when the rest of the last build has fewer than are to come. Shortest first.
 std::vector<double> BuildProgress::expected_predictions(std::uint64_t to_come) const {
   if (to_come == 0) return {};
+  std::vector<double> known = expected_outputs();
+  if (known.size() >= to_come) return spread(known, to_come);
+  const std::uint64_t others = to_come - known.size();
   const double submitted = static_cast<double>(done_ + active_.size());
   const double reached = submitted / (submitted + static_cast<double>(to_come));
   std::vector<double> rest =
       unseen_predictions(static_cast<std::size_t>(reached * static_cast<double>(last_durations_.size())));
-  if (rest.size() < to_come) rest = unseen_predictions();
-  if (rest.size() <= to_come) return rest;  // all of them
-  return spread(rest, to_come);
+  if (rest.size() < others) rest = unseen_predictions();
+  if (rest.size() > others) rest = spread(rest, others);
+  if (known.empty()) return rest;
+  std::vector<double> both(known.size() + rest.size());
+  std::merge(known.begin(), known.end(), rest.begin(), rest.end(), both.begin());
+  return both;
+}
+
+// The durations of the expected outputs no command has written yet, shortest first.
+std::vector<double> BuildProgress::expected_outputs() const {
+  std::vector<double> out;
+  out.reserve(outputs_left_);
+  for (const ExpectedOutput& output : outputs_)
+    if (!output.seen) out.push_back(output.duration_s);
+  return out;
 }
 
 StatusView BuildProgress::view(std::int64_t now_ns) const {

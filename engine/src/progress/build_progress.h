@@ -72,6 +72,14 @@ class BuildProgress {
   /// the nodes left to evaluate); unset: the last build's commands not seen yet.
   void set_expected_remaining(std::optional<std::uint64_t> commands);
 
+  /// Files the driver expects its commands still to come to write (CommandKey::output
+  /// keys: hash_output_path of their absolute paths; SCons: the targets of the units
+  /// known out of date). Each one the history knows stands for one of the commands to
+  /// come with its own learned duration, until a command writing it is submitted: the
+  /// ETA then knows which commands are coming, not only how many. Adds to those given
+  /// since the last begin.
+  void expect_outputs(const std::vector<std::uint64_t>& output_keys);
+
   /// A command entered the pool (queued); returns its id for started() and finished().
   std::uint64_t submitted(const CommandKey& key, const std::string& line);
   /// How many of its own units the driver built (kept with the build's shape).
@@ -142,6 +150,18 @@ class BuildProgress {
   /// The positions of last_durations_ that have a duration, shortest first (sorted once
   /// per begin, so that a view reads the predictions to come in order: no sort per view).
   std::vector<std::uint32_t> by_duration_;  // guarded by mutex_
+  /// The expected outputs the history knows (expect_outputs), shortest first: each one's
+  /// learned duration and whether a command writing it has been submitted; and each
+  /// output key's position among them. Guarded by mutex_.
+  struct ExpectedOutput {
+    double duration_s;
+    std::uint64_t key;
+    bool seen;
+  };
+  std::vector<ExpectedOutput> outputs_;
+  std::unordered_map<std::uint64_t, std::uint32_t> output_position_;
+  std::uint64_t outputs_left_ = 0;  // not seen; guarded by mutex_
+  std::vector<double> expected_outputs() const;  // mutex_ held: the unseen, shortest first
   /// Exact key -> its positions in the last build not seen in this one, latest first.
   std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> unseen_;  // guarded
   std::uint64_t unseen_count_ = 0;                    // positions not seen; guarded

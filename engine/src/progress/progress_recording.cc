@@ -12,6 +12,8 @@ constexpr const char* kHeader = "spawnpool-progress-recording 1";
 // The exact key a replay files a fallback-only answer under: the snapshot keeps a
 // fallback key's record with some command's, and no command of the build has this one.
 std::uint64_t fallback_holder(std::uint64_t fallback) { return fallback ^ 0x9e3779b97f4a7c15ULL; }
+// The same for an expected output's answer.
+std::uint64_t output_holder(std::uint64_t output) { return output ^ 0xc2b2ae3d27d4eb4fULL; }
 
 }  // namespace
 
@@ -53,8 +55,9 @@ void ProgressRecorder::expected(std::int64_t t, std::optional<std::uint64_t> com
 void ProgressRecorder::submitted(std::int64_t t, std::uint64_t id, const CommandKey& key,
                                  std::int64_t exact_ns, std::int64_t fallback_ns) {
   if (file_)
-    std::fprintf(file_, "S %" PRId64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRId64 " %" PRId64 "\n",
-                 t, id, key.exact, key.fallback, key.program, exact_ns, fallback_ns);
+    std::fprintf(file_,
+                 "S %" PRId64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRId64 " %" PRId64 " %" PRIu64 "\n",
+                 t, id, key.exact, key.fallback, key.program, exact_ns, fallback_ns, key.output);
 }
 
 void ProgressRecorder::started(std::int64_t t, std::uint64_t id) {
@@ -68,6 +71,10 @@ void ProgressRecorder::finished(std::int64_t t, std::uint64_t id, bool failed, s
 
 void ProgressRecorder::units(std::int64_t t, std::uint64_t units) {
   if (file_) std::fprintf(file_, "N %" PRId64 " %" PRIu64 "\n", t, units);
+}
+
+void ProgressRecorder::expected_output(std::int64_t t, std::uint64_t output_key, std::int64_t duration_ns) {
+  if (file_) std::fprintf(file_, "O %" PRId64 " %" PRIu64 " %" PRId64 "\n", t, output_key, duration_ns);
 }
 
 void ProgressRecorder::finish(std::int64_t t) {
@@ -149,8 +156,13 @@ std::optional<Recording> read_recording(std::istream& in, std::string* error) {
         if (ok && exact_ns > 0) rec.history.add(e.key.exact, 0, {0, exact_ns});
         if (ok && fallback_ns > 0 && e.key.fallback != 0)
           rec.history.add(fallback_holder(e.key.fallback), e.key.fallback, {0, fallback_ns});
+        if (ok && !(fields >> e.key.output)) e.key.output = 0;  // an older recording
         break;
       }
+      case 'O':
+        ok = static_cast<bool>(fields >> e.id >> e.duration_ns);
+        if (ok && e.duration_ns > 0) rec.history.add(output_holder(e.id), 0, {0, e.duration_ns}, 0, e.id);
+        break;
       case 'R': ok = static_cast<bool>(fields >> e.id); break;
       case 'F': ok = static_cast<bool>(fields >> e.id >> flag >> e.duration_ns); break;
       case 'N': ok = static_cast<bool>(fields >> e.id); break;

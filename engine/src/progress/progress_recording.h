@@ -17,9 +17,12 @@
 //   P t slots memory_admission       set_slots()
 //   J t 0|1                          a jobserver's token waits set (1) or cleared (0)
 //   E t commands|-                   set_expected_remaining() ('-': unset)
-//   S t id exact fallback program exact_ns fallback_ns
+//   S t id exact fallback program exact_ns fallback_ns output
 //                                    submitted(): the command's keys and the history's
-//                                    durations of its exact and fallback keys (0: none)
+//                                    durations of its exact and fallback keys (0: none);
+//                                    its output key (absent in older recordings: 0)
+//   O t output_key duration_ns       expect_outputs(): one file expected, and the
+//                                    history's duration for it (0: none)
 //   R t id                           started() at t
 //   F t id failed duration_ns        finished()
 //   N t units                        set_units_built()
@@ -62,6 +65,7 @@ class ProgressRecorder {
   void started(std::int64_t t, std::uint64_t id);
   void finished(std::int64_t t, std::uint64_t id, bool failed, std::int64_t duration_ns);
   void units(std::int64_t t, std::uint64_t units);
+  void expected_output(std::int64_t t, std::uint64_t output_key, std::int64_t duration_ns);
   void finish(std::int64_t t);
   /// Writes the end event and closes the file; later calls write nothing.
   void end(std::int64_t t);
@@ -72,13 +76,13 @@ class ProgressRecorder {
 
 /// One event of a recording (the fields its kind uses; see the format above).
 struct RecordedEvent {
-  char kind = 0;  // B P J E S R F N X Z
+  char kind = 0;  // B P J E S R F N O X Z
   std::int64_t t = 0;
-  std::uint64_t id = 0;            // S R F; B: targets_key; P: slots; N: units
+  std::uint64_t id = 0;            // S R F; B: targets_key; P: slots; N: units; O: output key
   std::optional<std::uint64_t> count;  // E; B: units of the last build
   CommandKey key;                  // S
   bool flag = false;               // P: memory admission; J: set; F: failed
-  std::int64_t duration_ns = 0;    // F
+  std::int64_t duration_ns = 0;    // F; O: the history's duration
 };
 
 struct Recording {

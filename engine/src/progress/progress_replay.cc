@@ -53,6 +53,7 @@ void ProgressReplay::apply(const RecordedEvent& e) {
       }
       break;
     case 'N': progress_->set_units_built(e.id); break;
+    case 'O': progress_->expect_outputs({e.id}); break;
     case 'X': progress_->finish(e.t); break;
     default: break;  // Z: nothing to feed
   }

@@ -153,9 +153,10 @@ TEST_CASE_METHOD(test::StoreFixture, "a schema 1 store is migrated, its rows kep
     CHECK(store.snapshot()->find_exact(5)->duration_ns == 900);
     store.record_build(1, BuildShape{{5}, 0, ""});
   }
-  CHECK(sql(path, "PRAGMA user_version") == "4");
+  CHECK(sql(path, "PRAGMA user_version") == "5");
   CHECK(sql(path, "SELECT count(*) FROM builds") == "1");
   CHECK(sql(path, "SELECT runs FROM commands WHERE exact_key = 5") == "3");
+  CHECK(sql(path, "SELECT output_key FROM commands WHERE exact_key = 5") == "NULL");
   CHECK(warnings.messages().empty());
 }
 
@@ -176,10 +177,37 @@ TEST_CASE_METHOD(test::StoreFixture, "a schema 2 store is migrated, its builds k
     CHECK(store.snapshot()->find_build(7)->kinds.empty());
     store.record_build(8, BuildShape{{5}, 1, "o 1 1\n"});
   }
-  CHECK(sql(path, "PRAGMA user_version") == "4");
+  CHECK(sql(path, "PRAGMA user_version") == "5");
   CHECK(sql(path, "SELECT kinds FROM builds WHERE targets_key = 7") == "");
   CHECK(sql(path, "SELECT kinds FROM builds WHERE targets_key = 8") == "o 1 1\n");
   CHECK(sql(path, "SELECT tail_ns FROM builds WHERE targets_key = 7") == "0");
+  CHECK(warnings.messages().empty());
+}
+
+// A driver that knows which files it will build, not which commands, asks by output:
+// the command that wrote the file last answers (the ETA's expected outputs, issue 18).
+TEST_CASE_METHOD(test::StoreFixture, "a command's duration is found again by its output file", "[history]") {
+  const CommandKey compile = hash_command_key({"cc", "-c", "-o", "obj/a.o", "a.c"}, "/top", "cc", "obj/a.o");
+  const CommandKey again = hash_command_key({"cc", "-O2", "-c", "-o", "obj/a.o", "a.c"}, "/top", "cc", "obj/a.o");
+  const CommandKey archive = hash_command_key({"ar", "rc", "lib.a", "obj/a.o"}, "/top", "ar", "");
+  CHECK(compile.output == hash_output_path("/top/obj/a.o"));
+  CHECK(compile.output == hash_output_path("./obj/a.o", "/top/"));
+  CHECK(compile.output != hash_output_path("/elsewhere/obj/a.o"));
+  CHECK(archive.output == 0);  // no output path found: none
+  {
+    HistoryStore store(path, fast_options(), warnings.sink());
+    store.record(compile, 0, 2000);
+    store.record(archive, 0, 500);
+    CHECK(store.flush());
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // a later last use
+    store.record(again, 0, 3000);  // another command writing the same file, later
+  }
+  HistoryStore store(path, fast_options(), warnings.sink());
+  const auto snapshot = store.snapshot();
+  REQUIRE(snapshot->find_output(compile.output));
+  CHECK(snapshot->find_output(compile.output)->duration_ns == 3000);  // the most recent
+  CHECK_FALSE(snapshot->find_output(hash_output_path("/top/obj/b.o")));
+  CHECK_FALSE(snapshot->find_output(0));
   CHECK(warnings.messages().empty());
 }
 
@@ -205,7 +233,7 @@ TEST_CASE_METHOD(test::StoreFixture, "a schema 3 store is migrated, its builds k
     CHECK(store.snapshot()->find_build(7)->tail_ns == 0);
     store.record_build(8, BuildShape{{5}, 1, "o 1 1\n", 120000000});
   }
-  CHECK(sql(path, "PRAGMA user_version") == "4");
+  CHECK(sql(path, "PRAGMA user_version") == "5");
   CHECK(sql(path, "SELECT kinds || '|' || tail_ns FROM builds WHERE targets_key = 7") == "o 1 1 1 1 o\n|0");
   CHECK(sql(path, "SELECT tail_ns FROM builds WHERE targets_key = 8") == "120000000");
   CHECK(warnings.messages().empty());

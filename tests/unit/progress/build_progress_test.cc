@@ -211,6 +211,52 @@ TEST_CASE_METHOD(test::StoreFixture, "the last build of the same targets gives t
   CHECK(warnings.messages().empty());
 }
 
+// An incremental build whose one edited source is the heavy one: the count knows one
+// command is to come, and the last build's stand-in for it is a light compile. Told
+// which file that command writes, the progress predicts it by the history's duration
+// of the command that wrote the file last, until a command writing it is submitted.
+TEST_CASE_METHOD(test::StoreFixture, "the files expected to be written predict the commands to come", "[progress][history]") {
+  const auto compile = [](std::uint64_t n, const char* object) {
+    CommandKey key = hash_command_key({"cc", "-c", "-o", object}, "/top", "cc", object);
+    key.exact = n;  // the tests' own exact keys
+    return key;
+  };
+  {
+    auto store = std::make_shared<HistoryStore>(path, test::store_options(20, 5000), warnings.sink());
+    BuildProgress progress(store, 42, 0);
+    const std::pair<const char*, std::int64_t> objects[] = {{"heavy.o", 8}, {"a.o", 1}, {"b.o", 1}, {"c.o", 1}};
+    std::uint64_t n = 0;
+    for (const auto& [object, seconds] : objects) {
+      const CommandKey key = compile(++n, object);
+      const std::uint64_t id = progress.submitted(key, "cc");
+      progress.started(id, 0);
+      progress.finished(id, false, seconds * kS);
+      store->record(key, 0, seconds * kS);  // as the pool does
+    }
+    progress.finish(8 * kS);
+  }
+  auto store = std::make_shared<HistoryStore>(path, test::store_options(20, 5000), warnings.sink());
+  BuildProgress progress(store, 42, 0);
+  progress.set_slots(1, false);
+  progress.set_expected_remaining(1);
+  REQUIRE(progress.view(0).remaining_s);
+  CHECK(*progress.view(0).remaining_s == Approx(1));  // a stand-in: the last build's median
+  progress.expect_outputs({hash_output_path("/top/heavy.o"), hash_output_path("/top/unknown.o")});
+  CHECK(*progress.view(0).remaining_s == Approx(8));  // the history knows heavy.o's command
+  progress.set_expected_remaining(2);                  // and one more the history cannot name
+  CHECK(*progress.view(0).remaining_s == Approx(8 + 1));
+  const std::uint64_t id = progress.submitted(compile(100, "heavy.o"), "cc");  // written now
+  progress.set_expected_remaining(1);
+  CHECK(*progress.view(0).remaining_s == Approx(8 + 1));  // queued (8 s), and a stand-in
+  progress.started(id, 0);
+  progress.finished(id, false, 8 * kS);
+  CHECK(*progress.view(8 * kS).remaining_s == Approx(1));  // no longer expected
+  progress.begin(42, 8 * kS);                              // a new begin forgets them
+  progress.set_expected_remaining(1);
+  CHECK(*progress.view(8 * kS).remaining_s == Approx(1));
+  CHECK(warnings.messages().empty());
+}
+
 // The driver's time after its last command (SCons: the nodes left to evaluate, its
 // .sconsign written) is learned with the build's shape and added to the ETA; once no
 // command is left, what has passed of it is taken off.

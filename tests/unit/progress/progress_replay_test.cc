@@ -17,8 +17,9 @@ namespace {
 
 constexpr std::int64_t kMs = 1000000;
 
+// A command with a fallback key writes a file: its output key, made up as the others.
 CommandKey key(std::uint64_t n, std::uint64_t fallback = 0, std::uint64_t program = 7) {
-  return {n, fallback, program};
+  return {n, fallback, program, fallback ? 5000 + fallback : 0};
 }
 
 std::optional<Recording> read_file(const std::string& path, std::string* error = nullptr) {
@@ -59,6 +60,11 @@ TEST_CASE_METHOD(test::StoreFixture, "a replayed recording gives the views the b
     views.push_back(live.view(now));
   };
   look();
+  // The driver's files to come: two the history knows (one of them only by the output
+  // of a command whose line changed), one it does not.
+  now += 5 * kMs;
+  live.expect_outputs({5000 + 106, 5000 + 105, 5000 + 999});
+  look();
   struct Step { std::uint64_t n, fallback; };
   const Step steps[] = {{2, 102}, {3, 103}, {77, 105}, {78, 0}, {6, 106}};
   std::vector<std::uint64_t> ids;
@@ -91,6 +97,8 @@ TEST_CASE_METHOD(test::StoreFixture, "a replayed recording gives the views the b
   REQUIRE(rec);
   CHECK(rec->start_ns == 1010 * kMs);
   CHECK(rec->end_ns == now);
+  CHECK(rec->history.find_output(5000 + 106));
+  CHECK_FALSE(rec->history.find_output(5000 + 999));
   REQUIRE(rec->history.find_build(targets));
   CHECK(rec->history.find_build(targets)->tail_ns == 100 * kMs);
   ProgressReplay replay(*rec);
