@@ -16,9 +16,11 @@ void keep_most_recent(Map& map, std::uint64_t key, const Recent& recent) {
 void HistorySnapshot::add(std::uint64_t exact_key, std::uint64_t fallback_key,
                           const HistoryEntry& entry, std::int64_t used_at_ms,
                           std::uint64_t output_key) {
-  exact_[exact_key] = entry;
-  keep_most_recent(fallback_, fallback_key, Recent{entry, used_at_ms});
-  keep_most_recent(output_, output_key, Recent{entry, used_at_ms});
+  HistoryEntry kept = entry;
+  if (output_key != 0) kept.output_key = output_key;
+  exact_[exact_key] = kept;
+  keep_most_recent(fallback_, fallback_key, Recent{kept, used_at_ms});
+  keep_most_recent(output_, kept.output_key, Recent{kept, used_at_ms});
 }
 
 void HistorySnapshot::reserve(std::size_t rows) {

@@ -16,6 +16,7 @@ namespace spawnpool::detail {
 struct HistoryEntry {
   std::int64_t peak_bytes = 0;   ///< the decayed maximum of its measured peaks; 0: never measured
   std::int64_t duration_ns = 0;  ///< its wall time, decayed (the last run weighs 3/4); 0: unknown
+  std::uint64_t output_key = 0;  ///< the file it writes (CommandKey::output); 0: none known
 };
 
 /// What the last build of some targets ran (HistoryStore::record_build): the commands'

@@ -123,7 +123,9 @@ class BuildProgress {
   };
   std::optional<double> program_median(std::uint64_t program) const;  // mutex_ held
   std::optional<double> typical_s() const;                            // mutex_ held
-  std::vector<double> unseen_predictions(std::size_t from = 0) const;  // mutex_ held
+  /// The last build's not seen, from `from` on, shortest first (not those expected by
+  /// output); mutex_ held.
+  std::vector<double> unseen_predictions(std::size_t from = 0) const;
   std::vector<double> expected_predictions(std::uint64_t to_come) const;  // mutex_ held
 
   std::shared_ptr<HistoryStore> history_;
@@ -147,6 +149,11 @@ class BuildProgress {
   /// first). Guarded by mutex_.
   std::vector<double> last_durations_;
   std::vector<std::uint8_t> last_seen_;
+  /// Each one's output key (0: none known), and whether it is among the expected outputs
+  /// (expect_outputs: those predict the command that writes it, so its last-build
+  /// position stands in for nothing else).
+  std::vector<std::uint64_t> last_outputs_;
+  std::vector<std::uint8_t> last_expected_;
   /// The positions of last_durations_ that have a duration, shortest first (sorted once
   /// per begin, so that a view reads the predictions to come in order: no sort per view).
   std::vector<std::uint32_t> by_duration_;  // guarded by mutex_

@@ -26,14 +26,15 @@ ProgressRecorder::~ProgressRecorder() {
 }
 
 void ProgressRecorder::begin(std::int64_t t, std::uint64_t targets_key, const BuildShape* last,
-                             const std::vector<std::int64_t>& durations_ns) {
+                             const std::vector<std::int64_t>& durations_ns,
+                             const std::vector<std::uint64_t>& outputs) {
   if (!file_) return;
   std::fprintf(file_, "B %" PRId64 " %" PRIu64 " %" PRIu64 " %" PRId64 "\n", t, targets_key,
                last ? last->units : 0, last ? last->tail_ns : 0);
   if (!last) return;
   for (std::size_t i = 0; i < last->exact_keys.size(); ++i)
-    std::fprintf(file_, "L %" PRIu64 " %" PRId64 "\n", last->exact_keys[i],
-                 i < durations_ns.size() ? durations_ns[i] : 0);
+    std::fprintf(file_, "L %" PRIu64 " %" PRId64 " %" PRIu64 "\n", last->exact_keys[i],
+                 i < durations_ns.size() ? durations_ns[i] : 0, i < outputs.size() ? outputs[i] : 0);
 }
 
 void ProgressRecorder::slots(std::int64_t t, std::size_t slots, bool memory_admission) {
@@ -113,9 +114,11 @@ std::optional<Recording> read_recording(std::istream& in, std::string* error) {
     if (e.kind == 'L') {
       std::uint64_t exact = 0;
       std::int64_t duration = 0;
+      std::uint64_t output = 0;
       if (!in_shape || !(fields >> exact >> duration)) return fail(line_no, "bad L event");
+      if (!(fields >> output)) output = 0;  // an older recording
       shape.exact_keys.push_back(exact);
-      if (duration > 0) rec.history.add(exact, 0, {0, duration});
+      if (duration > 0 || output != 0) rec.history.add(exact, 0, {0, duration}, 0, output);
       continue;
     }
     close_shape();
@@ -153,10 +156,15 @@ std::optional<Recording> read_recording(std::istream& in, std::string* error) {
         std::int64_t exact_ns = 0, fallback_ns = 0;
         ok = static_cast<bool>(fields >> e.id >> e.key.exact >> e.key.fallback >> e.key.program >>
                                exact_ns >> fallback_ns);
-        if (ok && exact_ns > 0) rec.history.add(e.key.exact, 0, {0, exact_ns});
+        if (ok && !(fields >> e.key.output)) e.key.output = 0;  // an older recording
+        if (ok && exact_ns > 0) {
+          // Its output key stays with the record a last build's L line may have given.
+          const HistoryEntry* known = rec.history.find_exact(e.key.exact);
+          rec.history.add(e.key.exact, 0, {0, exact_ns}, 0,
+                          e.key.output ? e.key.output : known ? known->output_key : 0);
+        }
         if (ok && fallback_ns > 0 && e.key.fallback != 0)
           rec.history.add(fallback_holder(e.key.fallback), e.key.fallback, {0, fallback_ns});
-        if (ok && !(fields >> e.key.output)) e.key.output = 0;  // an older recording
         break;
       }
       case 'O':

@@ -12,8 +12,9 @@
 //   B t targets_key units tail_ns    begin(): the build (re)starts at t; the last
 //                                    build's units and tail (BuildShape; tail_ns is
 //                                    absent in older recordings: read as 0)
-//   L exact duration_ns              after B: one command of the last build of those
-//                                    targets, and its learned duration (0: none)
+//   L exact duration_ns output       after B: one command of the last build of those
+//                                    targets, its learned duration (0: none) and the
+//                                    file it writes (0: none; absent in older ones)
 //   P t slots memory_admission       set_slots()
 //   J t 0|1                          a jobserver's token waits set (1) or cleared (0)
 //   E t commands|-                   set_expected_remaining() ('-': unset)
@@ -54,9 +55,10 @@ class ProgressRecorder {
   bool ok() const { return file_ != nullptr; }
 
   /// `last` (may be null): the last build of the targets, with `durations_ns` its
-  /// commands' learned durations (the same order as last->exact_keys; 0: none).
+  /// commands' learned durations and `outputs` their output keys (the same order as
+  /// last->exact_keys; 0: none).
   void begin(std::int64_t t, std::uint64_t targets_key, const BuildShape* last,
-             const std::vector<std::int64_t>& durations_ns);
+             const std::vector<std::int64_t>& durations_ns, const std::vector<std::uint64_t>& outputs);
   void slots(std::int64_t t, std::size_t slots, bool memory_admission);
   void token_waits(std::int64_t t, bool set);
   void expected(std::int64_t t, std::optional<std::uint64_t> commands);

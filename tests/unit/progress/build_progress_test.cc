@@ -245,6 +245,9 @@ TEST_CASE_METHOD(test::StoreFixture, "the files expected to be written predict t
   CHECK(*progress.view(0).remaining_s == Approx(8));  // the history knows heavy.o's command
   progress.set_expected_remaining(2);                  // and one more the history cannot name
   CHECK(*progress.view(0).remaining_s == Approx(8 + 1));
+  progress.set_expected_remaining(4);  // the stand-ins for the others leave heavy.o's out
+  CHECK(*progress.view(0).remaining_s == Approx(8 + 3 * 1));
+  progress.set_expected_remaining(2);
   const std::uint64_t id = progress.submitted(compile(100, "heavy.o"), "cc");  // written now
   progress.set_expected_remaining(1);
   CHECK(*progress.view(0).remaining_s == Approx(8 + 1));  // queued (8 s), and a stand-in
