@@ -111,3 +111,18 @@ def test_a_line_left_unended_is_written_when_the_status_finishes(capfd):
     finally:
         os.close(r)
         os.close(w)
+
+
+def test_a_driver_names_the_files_it_expects_to_build(capfd):
+    from spawnpool.status import BuildStatus
+    r, w = os.pipe()
+    try:
+        status = BuildStatus("plain", fd=w)
+        progress = status.begin(os.getcwd(), ["all"])
+        status.expect_outputs([os.path.abspath("out.o"), "/elsewhere/lib.a"])  # none known
+        status.expect(2)
+        assert progress.view()["total"] == 2
+        status.finish()
+    finally:
+        os.close(r)
+        os.close(w)

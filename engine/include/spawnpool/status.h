@@ -65,6 +65,10 @@ class StatusLine {
   /// The driver expects `commands` more commands beyond those it has submitted (nullopt:
   /// it cannot tell; the history's last build of these targets then says).
   void expect(std::optional<std::size_t> commands);
+  /// Absolute paths of files the commands still to come will write (the targets the
+  /// driver knows are out of date): the history predicts each such command by the one
+  /// that wrote its file last, as the SCons plugin does for its units. After begin().
+  void expect_outputs(const std::vector<std::string>& paths);
   /// Writes `text` to `fd` whole, above the line (straight to `fd` when none is shown).
   void print(int fd, std::string_view text);
   /// Clears the line and prints the summary (`interrupted`: the build was stopped);

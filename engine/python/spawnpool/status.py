@@ -130,6 +130,12 @@ class BuildStatus:
         it cannot tell; the history's last build then says)."""
         self.progress.set_expected_remaining(None if commands is None else max(0, int(commands)))
 
+    def expect_outputs(self, paths):
+        """Absolute paths of files the commands still to come will write (the targets the
+        driver knows are out of date): the history predicts each such command by the one
+        that wrote its file last."""
+        self.progress.expect_outputs([str(path) for path in paths])
+
     def view(self):
         return self.progress.view()
 

@@ -13,6 +13,7 @@
 
 #include "engine/src/command/console.h"
 #include "engine/src/history/history_store.h"
+#include "engine/src/history/history_store_key.h"
 #include "engine/src/progress/build_progress.h"
 #include "engine/src/progress/status_mode.h"
 #include "engine/src/progress/status_printer.h"
@@ -85,6 +86,14 @@ void StatusLine::begin(const std::string& top_dir, const std::vector<std::string
 
 void StatusLine::expect(std::optional<std::size_t> commands) {
   if (progress_) progress_->set_expected_remaining(commands);
+}
+
+void StatusLine::expect_outputs(const std::vector<std::string>& paths) {
+  if (!progress_) return;
+  std::vector<std::uint64_t> keys;
+  keys.reserve(paths.size());
+  for (const std::string& path : paths) keys.push_back(detail::hash_output_path(path));
+  progress_->expect_outputs(keys);
 }
 
 void StatusLine::print(int fd, std::string_view text) {
