@@ -116,21 +116,19 @@ void BuildProgress::end_recording(std::int64_t now_ns) {
 }
 
 // The begin as it stands: its time, targets, and the last build's commands with the
-// durations the history gives them.
+// durations the history gives them and the files they write.
 void BuildProgress::record_begin() const {
   const BuildShape* last = targets_key_ != 0 ? snapshot_->find_build(targets_key_) : nullptr;
   std::vector<std::int64_t> durations;
-  std::vector<std::uint64_t> outputs;
   if (last) {
     durations.reserve(last->exact_keys.size());
-    outputs.reserve(last->exact_keys.size());
     for (const std::uint64_t key : last->exact_keys) {
       const HistoryEntry* entry = snapshot_->find_exact(key);
       durations.push_back(entry ? entry->duration_ns : 0);
-      outputs.push_back(entry ? entry->output_key : 0);
     }
   }
-  recorder_->begin(start_ns_, targets_key_, last, durations, outputs);
+  // Their output keys: begin_locked() looked them up for these targets already.
+  recorder_->begin(start_ns_, targets_key_, last, durations, last_outputs_);
 }
 
 void BuildProgress::begin_locked(std::uint64_t targets_key, std::int64_t now_ns) {
